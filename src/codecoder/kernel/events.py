@@ -1,0 +1,166 @@
+"""The event channel's vocabulary: every token and every state change (seed §3.6).
+
+High traffic flows here (one NewToken per streamed chunk), so the values are small frozen
+structs. Begin/end events pair by tool-call id: every ToolStarted(id) is followed by
+exactly one ToolFinished(id) before the turn's single Done (invariants 1 and 2).
+Question events carry their reply oneshot, which serialises as `request_id`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from codecoder.kernel.messages import ToolCall, ToolResult
+from codecoder.kernel.oneshot import Oneshot
+
+DoneReason = Literal["completed", "cancelled", "max_rounds", "error", "shutdown"]
+Decision = Literal["allow_once", "allow_session", "allow_project", "deny"]
+ToolErrorKind = Literal["denied", "invalid_args", "unknown_tool", "crashed", "timeout"]
+
+
+class ToolError(msgspec.Struct, frozen=True):
+    """The tool could not run (denied, bad arguments, unknown, crashed). Distinct from a
+    ToolResult with status error, where the tool ran and reported failure; both are fed
+    back to the model so it can recover."""
+
+    kind: ToolErrorKind
+    message: str
+
+
+class ConfirmReply(msgspec.Struct, frozen=True):
+    """The user's answer to a ConfirmRequest; `message` goes to the model on deny."""
+
+    decision: Decision
+    message: str | None = None
+
+
+class NewToken(msgspec.Struct, frozen=True, tag="new_token", tag_field="type"):
+    text: str
+
+
+class NewReasoning(msgspec.Struct, frozen=True, tag="new_reasoning", tag_field="type"):
+    text: str
+
+
+class ToolStarted(msgspec.Struct, frozen=True, tag="tool_started", tag_field="type"):
+    id: str
+    name: str
+    args: dict[str, Any]
+
+
+class ToolOutput(msgspec.Struct, frozen=True, tag="tool_output", tag_field="type"):
+    """Live output of a long-running tool; the result keeps only a head and a tail."""
+
+    id: str
+    chunk: str
+
+
+class ToolFinished(msgspec.Struct, frozen=True, tag="tool_finished", tag_field="type"):
+    """Exactly one of `result` and `error` is set."""
+
+    id: str
+    name: str
+    result: ToolResult | None = None
+    error: ToolError | None = None
+
+    @property
+    def status(self) -> Literal["success", "error", "cancelled"]:
+        return self.result.status if self.result is not None else "error"
+
+
+class StatusUpdate(msgspec.Struct, frozen=True, tag="status_update", tag_field="type"):
+    """A state change worth showing: thinking, running a tool, retrying, compacting."""
+
+    status: str
+    detail: str = ""
+
+
+class AskUser(
+    msgspec.Struct, frozen=True, tag="ask_user", tag_field="type", rename={"reply": "request_id"}
+):
+    """The model asks the user a question; the answer (a string) goes into `reply`."""
+
+    question: str
+    options: tuple[str, ...]
+    reply: Oneshot[str]
+
+
+class ConfirmRequest(
+    msgspec.Struct,
+    frozen=True,
+    tag="confirm_request",
+    tag_field="type",
+    rename={"reply": "request_id"},
+):
+    """A tool call needs the user's permission; a ConfirmReply goes into `reply`."""
+
+    tool_call: ToolCall
+    reason: str
+    reply: Oneshot[ConfirmReply]
+
+
+class Usage(msgspec.Struct, frozen=True, tag="usage", tag_field="type"):
+    """Tokens of one provider request (and its cost when the price is known)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+    cost: float | None = None
+
+
+class Compacted(msgspec.Struct, frozen=True, tag="compacted", tag_field="type"):
+    before_tokens: int
+    after_tokens: int
+
+
+class Error(msgspec.Struct, frozen=True, tag="error", tag_field="type"):
+    """A failure that ends the turn, with a one-line message fit for the user."""
+
+    kind: str
+    message: str
+
+
+class Done(msgspec.Struct, frozen=True, tag="done", tag_field="type"):
+    """The last event of every turn, exactly once."""
+
+    cancelled: bool
+    reason: DoneReason
+
+
+class Subagent(msgspec.Struct, frozen=True, tag="subagent", tag_field="type"):
+    """An event of a sub-agent, wrapped with its id on the parent's channel."""
+
+    agent_id: str
+    event: AgentEvent
+
+
+class TodoItem(msgspec.Struct, frozen=True):
+    content: str
+    status: Literal["pending", "in_progress", "done"] = "pending"
+
+
+class TodoUpdated(msgspec.Struct, frozen=True, tag="todo_updated", tag_field="type"):
+    """The model's checklist changed (todo_write); clients render it."""
+
+    items: tuple[TodoItem, ...]
+
+
+AgentEvent = (
+    NewToken
+    | NewReasoning
+    | ToolStarted
+    | ToolOutput
+    | ToolFinished
+    | StatusUpdate
+    | AskUser
+    | ConfirmRequest
+    | Usage
+    | Compacted
+    | Error
+    | Done
+    | Subagent
+    | TodoUpdated
+)

@@ -1,0 +1,197 @@
+"""The protocols the kernel needs, and the values that cross them (DESIGN.md §4, §5).
+
+Providers implement ProviderClient; tools implement Tool; permissions implement
+PermissionPolicy; the session store implements HistorySink; prompt assembly implements
+PromptSource. The kernel imports none of those implementations (invariant 7).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import msgspec
+
+from codecoder.kernel.cancel import CancelToken
+from codecoder.kernel.events import AgentEvent, AskUser, ToolError, ToolOutput, Usage
+from codecoder.kernel.messages import Message, ToolCall, ToolResult
+from codecoder.kernel.oneshot import Oneshot
+
+# --- provider side -------------------------------------------------------------------
+
+
+class TextDelta(msgspec.Struct, frozen=True, tag="text_delta", tag_field="type"):
+    text: str
+
+
+class ReasoningDelta(msgspec.Struct, frozen=True, tag="reasoning_delta", tag_field="type"):
+    text: str
+
+
+class ReasoningDone(msgspec.Struct, frozen=True, tag="reasoning_done", tag_field="type"):
+    """Closes the current reasoning block; `token` is the opaque proof to send back."""
+
+    token: str | None = None
+
+
+class ToolCallDelta(msgspec.Struct, frozen=True, tag="tool_call_delta", tag_field="type"):
+    """A piece of a tool call as it streams (for live display only)."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    args_delta: str = ""
+
+
+class ToolCallDone(msgspec.Struct, frozen=True, tag="tool_call_done", tag_field="type"):
+    """A complete tool call; `raw_args` is the model's argument text, parsed by the kernel."""
+
+    id: str
+    name: str
+    raw_args: str
+
+
+class Stop(msgspec.Struct, frozen=True, tag="stop", tag_field="type"):
+    """The reply ended normally (`end_turn`, `tool_use`, `max_tokens`, …)."""
+
+    reason: str
+
+
+StreamEvent = TextDelta | ReasoningDelta | ReasoningDone | ToolCallDelta | ToolCallDone | Usage | Stop
+
+RequestPurpose = Literal["turn", "compaction"]
+
+
+class ToolSpec(msgspec.Struct, frozen=True):
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+class ProviderRequest(msgspec.Struct, frozen=True):
+    """Everything a provider needs for one model call; wire formats are the adapter's."""
+
+    system: str
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    purpose: RequestPurpose = "turn"
+
+
+ProviderErrorKind = Literal[
+    "auth",
+    "rate_limit",
+    "overloaded",
+    "server",
+    "network",
+    "bad_response",
+    "context_length",
+    "bad_request",
+    "script_exhausted",
+    "config",
+]
+
+
+class ProviderError(Exception):
+    """The one error type a provider raises. `message` is one line fit for the user;
+    `retryable` says whether nothing of the reply reached us and a retry may help."""
+
+    def __init__(
+        self, kind: ProviderErrorKind, message: str, *, retryable: bool = False
+    ) -> None:
+        super().__init__(message)
+        self.kind: ProviderErrorKind = kind
+        self.message = message
+        self.retryable = retryable
+
+
+@runtime_checkable
+class ProviderClient(Protocol):
+    """Streams one model reply. Must return promptly once `cancel` flips (close the
+    connection from the cancel callback); raises ProviderError on failure."""
+
+    def stream(self, request: ProviderRequest, cancel: CancelToken) -> Iterator[StreamEvent]: ...
+
+
+# --- tool side -----------------------------------------------------------------------
+
+Risk = Literal["read", "write", "execute", "network"]
+
+
+class ToolFailure(Exception):
+    """Raised by a tool that could not run; becomes ToolFinished{error}."""
+
+    def __init__(self, kind: Any, message: str) -> None:
+        super().__init__(message)
+        self.error = ToolError(kind=kind, message=message)
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """What a running tool may use: its call id, the turn's CancelToken, the workspace,
+    a sink for live events (ToolOutput, nested sub-agent events) and the question path."""
+
+    call_id: str
+    cancel: CancelToken
+    workspace: Path
+    emit: Callable[[AgentEvent], None]
+    extra_roots: tuple[Path, ...] = field(default=())
+
+    def output(self, chunk: str) -> None:
+        self.emit(ToolOutput(id=self.call_id, chunk=chunk))
+
+    def ask_user(self, question: str, options: tuple[str, ...] = ()) -> str:
+        """Ask through the reply oneshot; raises Cancelled if the turn is cancelled."""
+        reply: Oneshot[str] = Oneshot()
+        self.emit(AskUser(question=question, options=options, reply=reply))
+        return reply.recv(cancel=self.cancel)
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """A tool the model may call. `run` validates `args` against `parameters`, raises
+    ToolFailure when it cannot run and returns a ToolResult when it ran."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def description(self) -> str: ...
+    @property
+    def risk(self) -> Risk: ...
+    @property
+    def parameters(self) -> dict[str, Any]: ...
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult: ...
+
+
+# --- policy, history, prompt ---------------------------------------------------------
+
+Verdict = Literal["allow", "ask", "deny"]
+
+
+class Decision(msgspec.Struct, frozen=True):
+    verdict: Verdict
+    reason: str = ""
+
+
+@runtime_checkable
+class PermissionPolicy(Protocol):
+    """Decides each tool call; `remember` records an "always" answer."""
+
+    def decide(self, tool: Tool, call: ToolCall) -> Decision: ...
+    def remember(self, tool: Tool, call: ToolCall, scope: Literal["session", "project"]) -> None: ...
+
+
+@runtime_checkable
+class HistorySink(Protocol):
+    """Receives every completed message before the next provider request (invariant 6)."""
+
+    def append(self, message: Message) -> None: ...
+
+
+@runtime_checkable
+class PromptSource(Protocol):
+    """The system prompt for the next request (assembled fresh or cached by the source)."""
+
+    def system_prompt(self) -> str: ...

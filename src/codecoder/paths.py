@@ -1,0 +1,38 @@
+"""Where CodeCoder keeps its files (DESIGN.md §7), resolved from the XDG variables at call
+time so that tests (and users) can point them elsewhere."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def _xdg(var: str, default: str) -> Path:
+    value = os.environ.get(var)
+    return Path(value) if value and os.path.isabs(value) else Path.home() / default
+
+
+def config_dir() -> Path:
+    """`$XDG_CONFIG_HOME/codecoder/`: config.toml, trusted.toml, AGENTS.md, skills/, agents/."""
+    return _xdg("XDG_CONFIG_HOME", ".config") / "codecoder"
+
+
+def data_dir() -> Path:
+    return _xdg("XDG_DATA_HOME", ".local/share") / "codecoder"
+
+
+def sessions_db() -> Path:
+    return data_dir() / "sessions.sqlite3"
+
+
+def runtime_dir() -> Path:
+    """The daemon socket's folder: `$XDG_RUNTIME_DIR/codecoder`, else `/tmp/codecoder-$UID`."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime:
+        return Path(runtime) / "codecoder"
+    return Path(f"/tmp/codecoder-{os.getuid()}")
+
+
+def project_dir(workspace: Path) -> Path:
+    """`.codecoder/` of a project: config.toml (shared), config.local.toml (written by us)."""
+    return workspace / ".codecoder"

@@ -1,0 +1,1 @@
+"""Concrete tools (implement kernel.ports.Tool)."""
