@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable
 
 
-class Cancelled(Exception):  # noqa: N818 - a state, like trio.Cancelled
+class Cancelled(Exception):
     """Raised at a safe point when the token has been flipped."""
 
 

@@ -39,9 +39,9 @@ def to_builtins(value: Any) -> Any:
     return msgspec.to_builtins(value, enc_hook=_enc_hook)
 
 
-def decode(data: bytes | str, type: type[T]) -> T:  # noqa: A002 - msgspec's own name
+def decode(data: bytes | str, type: type[T]) -> T:
     return msgspec.json.decode(data, type=type, dec_hook=_dec_hook)
 
 
-def convert(obj: Any, type: type[T]) -> T:  # noqa: A002
+def convert(obj: Any, type: type[T]) -> T:
     return msgspec.convert(obj, type=type, dec_hook=_dec_hook)

@@ -81,7 +81,7 @@ class Message(msgspec.Struct, frozen=True):
         return tuple(item for item in self.items if isinstance(item, ToolResult))
 
 
-def user_message(text: str, id: int = 0) -> Message:  # noqa: A002 - mirrors the field
+def user_message(text: str, id: int = 0) -> Message:
     return Message(id=id, role="user", items=(Text(text),))
 
 

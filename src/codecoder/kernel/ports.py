@@ -15,7 +15,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import msgspec
 
 from codecoder.kernel.cancel import CancelToken
-from codecoder.kernel.events import AgentEvent, AskUser, ToolError, ToolOutput, Usage
+from codecoder.kernel.events import AgentEvent, AskUser, StatusUpdate, ToolError, ToolOutput, Usage
 from codecoder.kernel.messages import Message, ToolCall, ToolResult
 from codecoder.kernel.oneshot import Oneshot
 
@@ -59,7 +59,18 @@ class Stop(msgspec.Struct, frozen=True, tag="stop", tag_field="type"):
     reason: str
 
 
-StreamEvent = TextDelta | ReasoningDelta | ReasoningDone | ToolCallDelta | ToolCallDone | Usage | Stop
+StreamEvent = (
+    TextDelta
+    | ReasoningDelta
+    | ReasoningDone
+    | ToolCallDelta
+    | ToolCallDone
+    | Usage
+    | StatusUpdate
+    | Stop
+)
+"""What a provider yields. Usage and StatusUpdate (a retry, a wait) are passed on to the
+client as they are; the rest is folded into the assistant message by the loop."""
 
 RequestPurpose = Literal["turn", "compaction"]
 
@@ -97,9 +108,7 @@ class ProviderError(Exception):
     """The one error type a provider raises. `message` is one line fit for the user;
     `retryable` says whether nothing of the reply reached us and a retry may help."""
 
-    def __init__(
-        self, kind: ProviderErrorKind, message: str, *, retryable: bool = False
-    ) -> None:
+    def __init__(self, kind: ProviderErrorKind, message: str, *, retryable: bool = False) -> None:
         super().__init__(message)
         self.kind: ProviderErrorKind = kind
         self.message = message
@@ -180,7 +189,9 @@ class PermissionPolicy(Protocol):
     """Decides each tool call; `remember` records an "always" answer."""
 
     def decide(self, tool: Tool, call: ToolCall) -> Decision: ...
-    def remember(self, tool: Tool, call: ToolCall, scope: Literal["session", "project"]) -> None: ...
+    def remember(
+        self, tool: Tool, call: ToolCall, scope: Literal["session", "project"]
+    ) -> None: ...
 
 
 @runtime_checkable

@@ -8,7 +8,7 @@ is validated against the same struct, and a mismatch is a ToolError, never a cra
 
 from __future__ import annotations
 
-from functools import cached_property
+from functools import cache
 from typing import Any, ClassVar, Generic, TypeVar
 
 import msgspec
@@ -19,6 +19,7 @@ from codecoder.kernel.ports import Risk, ToolContext, ToolFailure
 A = TypeVar("A", bound=msgspec.Struct)
 
 
+@cache
 def json_schema(args_type: type[msgspec.Struct]) -> dict[str, Any]:
     """The struct's schema inlined (providers want a plain object schema, not a $ref)."""
     (schema,), components = msgspec.json.schema_components([args_type])
@@ -30,14 +31,15 @@ def json_schema(args_type: type[msgspec.Struct]) -> dict[str, Any]:
 
 
 class TypedTool(Generic[A]):
-    """Subclasses set `name`, `description`, `risk`, `args_type` and implement `call`."""
+    """Subclasses set `name`, `description`, `risk` and `args_type` as plain class
+    attributes (`name = "read_file"`) and implement `call`."""
 
-    name: ClassVar[str]
-    description: ClassVar[str]
-    risk: ClassVar[Risk]
+    name: str
+    description: str
+    risk: Risk
     args_type: ClassVar[type[msgspec.Struct]]
 
-    @cached_property
+    @property
     def parameters(self) -> dict[str, Any]:
         return json_schema(self.args_type)
 

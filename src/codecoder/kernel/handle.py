@@ -1,0 +1,143 @@
+"""AgentHandle: what a client holds (a command sender and an event receiver).
+
+The command side flips a turn's CancelToken on the caller's thread, at once: a Cancel is
+never queued behind events or behind a running tool (invariant 4). Every submitted
+message gets its own token, created here, so a Cancel that races the loop picking the
+message up is never lost.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from queue import Empty, SimpleQueue
+from typing import TYPE_CHECKING
+
+from codecoder.kernel.cancel import CancelToken
+from codecoder.kernel.commands import AgentCommand, Cancel, Compact, ProcessMessage, Shutdown
+from codecoder.kernel.events import AgentEvent, Done
+from codecoder.kernel.messages import user_message
+
+if TYPE_CHECKING:
+    from codecoder.kernel.trace import Tracer
+
+
+class AgentClosed(Exception):
+    """The agent thread has ended; it takes no more commands."""
+
+
+CLOSED = object()
+"""Put on the event queue when the agent thread ends: the event stream is over."""
+
+
+class Envelope:
+    """A command as the loop receives it: with the turn token made at submit time."""
+
+    __slots__ = ("command", "token")
+
+    def __init__(self, command: AgentCommand, token: CancelToken | None) -> None:
+        self.command = command
+        self.token = token
+
+
+class AgentHandle:
+    def __init__(
+        self,
+        commands: SimpleQueue[Envelope],
+        events: SimpleQueue[object],
+        thread: threading.Thread,
+        *,
+        on_shutdown: Callable[[], None],
+        turn: Callable[[], int],
+        tracer: Tracer | None = None,
+    ) -> None:
+        self._commands = commands
+        self._events = events
+        self._thread = thread
+        self._on_shutdown = on_shutdown
+        self._turn = turn
+        self._tracer = tracer
+        self._lock = threading.Lock()
+        self._pending: list[CancelToken] = []
+        self._closed = False
+        self._ended = False
+
+    # --- commands ------------------------------------------------------------------
+
+    def submit(self, command: AgentCommand) -> None:
+        """Send user intent. Cancel and Shutdown take effect before this returns."""
+        if self._tracer is not None:
+            self._tracer.command(self._turn(), command)
+        with self._lock:
+            if self._closed or not self._thread.is_alive():
+                raise AgentClosed("the agent has shut down")
+            token: CancelToken | None = None
+            if isinstance(command, ProcessMessage):
+                token = CancelToken()
+                self._pending.append(token)
+            elif isinstance(command, Cancel | Shutdown):
+                reason = "shutdown" if isinstance(command, Shutdown) else "cancelled"
+                for pending in list(self._pending):
+                    pending.cancel(reason)
+                if isinstance(command, Shutdown):
+                    self._closed = True
+                    self._on_shutdown()
+            self._commands.put(Envelope(command, token))
+
+    def send(self, text: str) -> None:
+        self.submit(ProcessMessage(user_message(text)))
+
+    def cancel(self) -> None:
+        self.submit(Cancel())
+
+    def compact(self) -> None:
+        self.submit(Compact())
+
+    def shutdown(self, timeout: float | None = 10.0) -> None:
+        """Stop the running turn, end the agent thread and wait for it."""
+        with self._lock:
+            closed = self._closed or not self._thread.is_alive()
+        if not closed:
+            self.submit(Shutdown())
+        self._thread.join(timeout)
+
+    def turn_finished(self, token: CancelToken) -> None:
+        """Called by the loop when a turn's Done is out: a later Cancel leaves it alone."""
+        with self._lock:
+            if token in self._pending:
+                self._pending.remove(token)
+
+    # --- events --------------------------------------------------------------------
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def next_event(self, timeout: float | None = None) -> AgentEvent | None:
+        """The next event; None when the stream has ended. Raises TimeoutError."""
+        if self._ended:
+            return None
+        try:
+            item = self._events.get(timeout=timeout)
+        except Empty:
+            raise TimeoutError(f"no event within {timeout} s") from None
+        if item is CLOSED:
+            self._ended = True
+            return None
+        return item  # type: ignore[return-value]
+
+    def events(self) -> Iterator[AgentEvent]:
+        """Every event until the agent thread ends (after shutdown)."""
+        while (event := self.next_event()) is not None:
+            yield event
+
+    def wait_done(self, timeout: float | None = None) -> list[AgentEvent]:
+        """The events of the current turn up to and including its Done."""
+        collected: list[AgentEvent] = []
+        while True:
+            event = self.next_event(timeout)
+            if event is None:
+                raise AgentClosed("the event stream ended before Done")
+            collected.append(event)
+            if isinstance(event, Done):
+                return collected

@@ -1,0 +1,394 @@
+"""AgentLoop: the turn loop on its own thread (seed §3.4, §3.7).
+
+One thread takes commands, builds each request, streams the reply (read on a reader
+thread per request, so a silent server never holds the loop), runs tool calls one after
+another and loops until the model stops calling tools. Cancellation is a CancelToken
+flipped by the command side; the loop checks it at safe points and its callback wakes
+the loop wherever it waits (the stream queue, a reply oneshot, a running command).
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from queue import SimpleQueue
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from codecoder.kernel.cancel import Cancelled, CancelToken
+from codecoder.kernel.commands import Compact, ProcessMessage, Shutdown
+from codecoder.kernel.events import (
+    AgentEvent,
+    ConfirmReply,
+    ConfirmRequest,
+    Done,
+    DoneReason,
+    Error,
+    NewReasoning,
+    NewToken,
+    StatusUpdate,
+    ToolError,
+    ToolFinished,
+    ToolStarted,
+    Usage,
+)
+from codecoder.kernel.handle import CLOSED, AgentHandle, Envelope
+from codecoder.kernel.messages import Message, Text, ToolCall, ToolResult, tool_result
+from codecoder.kernel.oneshot import Oneshot
+from codecoder.kernel.ports import (
+    HistorySink,
+    PermissionPolicy,
+    PromptSource,
+    ProviderClient,
+    ProviderError,
+    ProviderRequest,
+    ReasoningDelta,
+    ReasoningDone,
+    Stop,
+    StreamEvent,
+    TextDelta,
+    Tool,
+    ToolCallDone,
+    ToolContext,
+    ToolFailure,
+    ToolSpec,
+)
+from codecoder.kernel.reply import ReplyBuilder
+
+if TYPE_CHECKING:
+    from codecoder.kernel.trace import Tracer
+
+DEFAULT_SYSTEM_PROMPT = "You are CodeCoder, a coding agent. Use the tools to do the task."
+
+_CANCELLED = object()
+_END = object()
+_COALESCE = 512
+
+
+class _StaticPrompt:
+    def __init__(self, text: str) -> None:
+        self._text = text
+
+    def system_prompt(self) -> str:
+        return self._text
+
+
+class AgentLoop:
+    """Construct with the concrete provider, tools and policies (the edge wires them),
+    then `start()` for a handle. `messages` seeds the history (a resumed session)."""
+
+    def __init__(
+        self,
+        provider: ProviderClient,
+        tools: Iterable[Tool],
+        workspace: Path,
+        *,
+        policy: PermissionPolicy | None = None,
+        history: HistorySink | None = None,
+        prompt: PromptSource | None = None,
+        max_rounds: int = 100,
+        tracer: Tracer | None = None,
+        messages: Sequence[Message] = (),
+        first_turn: int = 0,
+        name: str = "agent",
+    ) -> None:
+        self._provider = provider
+        self._tools = {tool.name: tool for tool in tools}
+        self._specs = tuple(
+            ToolSpec(name=t.name, description=t.description, parameters=t.parameters)
+            for t in self._tools.values()
+        )
+        self.workspace = workspace
+        self._policy = policy
+        self._history = history
+        self._prompt = prompt or _StaticPrompt(DEFAULT_SYSTEM_PROMPT)
+        self.max_rounds = max_rounds
+        self._tracer = tracer
+        self._messages: list[Message] = list(messages)
+        self._next_id = max((m.id for m in self._messages), default=0) + 1
+        self.turn = first_turn
+        self.name = name
+        self._commands: SimpleQueue[Envelope] = SimpleQueue()
+        self._events: SimpleQueue[object] = SimpleQueue()
+        self._closing = threading.Event()
+        self._readers: list[threading.Thread] = []
+        self._thread = threading.Thread(target=self._run, name=f"{name}-loop", daemon=True)
+        self._handle = AgentHandle(
+            self._commands,
+            self._events,
+            self._thread,
+            on_shutdown=self._closing.set,
+            turn=lambda: self.turn,
+            tracer=tracer,
+        )
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        """The history the model sees (read it only between turns)."""
+        return tuple(self._messages)
+
+    def start(self) -> AgentHandle:
+        self._thread.start()
+        return self._handle
+
+    def join_readers(self, timeout: float = 5.0) -> None:
+        """Wait for provider reader threads that outlived their turn (tests, shutdown)."""
+        for reader in self._readers:
+            reader.join(timeout)
+        self._readers = [r for r in self._readers if r.is_alive()]
+
+    # --- the thread ------------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            while True:
+                envelope = self._commands.get()
+                command = envelope.command
+                if isinstance(command, Shutdown):
+                    break
+                if isinstance(command, ProcessMessage) and envelope.token is not None:
+                    self._turn(command.message, envelope.token)
+                elif isinstance(command, Compact):
+                    self._emit(StatusUpdate("compact", "nothing to compact"))
+        finally:
+            self.join_readers(timeout=1.0)
+            self._events.put(CLOSED)
+
+    def _emit(self, event: AgentEvent) -> None:
+        if self._tracer is not None:
+            self._tracer.event(self.turn, event)
+        self._events.put(event)
+
+    def _commit(self, message: Message) -> Message:
+        """Give the message its id, make it part of history and durable (invariant 6)."""
+        message = msgspec.structs.replace(message, id=self._next_id)
+        self._next_id += 1
+        self._messages.append(message)
+        if self._history is not None:
+            self._history.append(message)
+        return message
+
+    # --- a turn ----------------------------------------------------------------------
+
+    def _turn(self, message: Message, token: CancelToken) -> None:
+        self.turn += 1
+        reason: DoneReason = "completed"
+        try:
+            self._commit(message)
+            reason = self._rounds(token)
+        except Cancelled:
+            reason = "shutdown" if token.reason == "shutdown" else "cancelled"
+        except ProviderError as exc:
+            self._emit(Error(kind=exc.kind, message=exc.message))
+            reason = "error"
+        except Exception as exc:
+            self._note_crash(exc)
+            self._emit(Error(kind="internal", message=f"internal error: {exc!r}"))
+            reason = "error"
+        if self._closing.is_set() and reason == "cancelled":
+            reason = "shutdown"
+        self._handle.turn_finished(token)
+        self._emit(Done(cancelled=reason in ("cancelled", "shutdown"), reason=reason))
+
+    def _rounds(self, token: CancelToken) -> DoneReason:
+        for _ in range(self.max_rounds):
+            token.check()
+            calls = self._stream_reply(token)
+            if not calls:
+                return "completed"
+            self._run_tools(calls, token)
+        token.check()
+        self._emit(Error(kind="max_rounds", message=f"stopped after {self.max_rounds} rounds"))
+        return "max_rounds"
+
+    def _request(self) -> ProviderRequest:
+        return ProviderRequest(
+            system=self._prompt.system_prompt(),
+            messages=tuple(self._messages),
+            tools=self._specs,
+        )
+
+    # --- streaming -------------------------------------------------------------------
+
+    def _stream_reply(self, token: CancelToken) -> list[ToolCall]:
+        """Stream one reply into history; return its tool calls. A cancel or a failure
+        mid-stream keeps what arrived as an interrupted message, then raises."""
+        stream: SimpleQueue[object] = SimpleQueue()
+        reader = threading.Thread(
+            target=_read_stream,
+            args=(self._provider, self._request(), token, stream),
+            name=f"{self.name}-reader-{self.turn}",
+            daemon=True,
+        )
+        self._readers = [r for r in self._readers if r.is_alive()]
+        self._readers.append(reader)
+        unregister = token.on_cancel(lambda: stream.put(_CANCELLED))
+        self._emit(StatusUpdate("thinking"))
+        reader.start()
+        builder = ReplyBuilder()
+        calls: list[ToolCall] = []
+        try:
+            self._pump(stream, token, builder, calls)
+        except BaseException:
+            self._keep(builder, interrupted=True)
+            raise
+        finally:
+            unregister()
+        self._keep(builder, interrupted=False)
+        return calls
+
+    def _keep(self, builder: ReplyBuilder, *, interrupted: bool) -> None:
+        message = builder.build(0, interrupted=interrupted)
+        if message is not None:
+            self._commit(message)
+
+    def _pump(
+        self,
+        stream: SimpleQueue[object],
+        token: CancelToken,
+        builder: ReplyBuilder,
+        calls: list[ToolCall],
+    ) -> None:
+        pending: object = None
+        while True:
+            item = pending if pending is not None else stream.get()
+            pending = None
+            if item is _CANCELLED or token.is_cancelled():
+                raise Cancelled(token.reason)
+            if item is _END:
+                return
+            if isinstance(item, TextDelta):
+                # Coalesce what has already arrived: one event for a burst of tokens.
+                parts = [item.text]
+                while len(parts) < _COALESCE and not stream.empty():
+                    nxt = stream.get()
+                    if not isinstance(nxt, TextDelta):
+                        pending = nxt
+                        break
+                    parts.append(nxt.text)
+                text = parts[0] if len(parts) == 1 else "".join(parts)
+                builder.text(text)
+                self._emit(NewToken(text))
+            elif isinstance(item, BaseException):
+                raise item
+            else:
+                self._fold(item, builder, calls)  # type: ignore[arg-type]
+
+    def _fold(self, event: StreamEvent, builder: ReplyBuilder, calls: list[ToolCall]) -> None:
+        if isinstance(event, ReasoningDelta):
+            builder.reasoning(event.text)
+            self._emit(NewReasoning(event.text))
+        elif isinstance(event, ReasoningDone):
+            builder.reasoning_done(event.token)
+        elif isinstance(event, ToolCallDone):
+            calls.append(builder.tool_call(event.id, event.name, event.raw_args))
+        elif isinstance(event, Usage | StatusUpdate):
+            self._emit(event)
+        elif isinstance(event, Stop) and event.reason == "max_tokens":
+            self._emit(StatusUpdate("max_tokens", "the reply hit the output token limit"))
+        # ToolCallDelta is for live display by the provider's own client; nothing to keep.
+
+    # --- tools -----------------------------------------------------------------------
+
+    def _run_tools(self, calls: list[ToolCall], token: CancelToken) -> None:
+        """Run calls one after another; every call gets ToolStarted, ToolFinished and a
+        committed result, even when the turn was cancelled before it ran."""
+        for call in calls:
+            self._emit(ToolStarted(id=call.id, name=call.name, args=call.args))
+            if token.is_cancelled():
+                finished = ToolFinished(call.id, call.name, result=_cancelled(call))
+            else:
+                self._emit(StatusUpdate("running_tool", call.name))
+                finished = self._execute(call, token)
+            self._emit(finished)
+            self._commit(Message(id=0, role="tool", items=(_result_for_model(finished),)))
+
+    def _execute(self, call: ToolCall, token: CancelToken) -> ToolFinished:
+        tool = self._tools.get(call.name)
+        try:
+            if tool is None:
+                known = ", ".join(sorted(self._tools)) or "none"
+                raise ToolFailure("unknown_tool", f"unknown tool {call.name!r}; tools: {known}")
+            if call.raw_args is not None:
+                raise ToolFailure(
+                    "invalid_args", f"arguments are not a JSON object: {call.raw_args[:200]!r}"
+                )
+            self._authorise(tool, call, token)
+            ctx = ToolContext(
+                call_id=call.id, cancel=token, workspace=self.workspace, emit=self._emit
+            )
+            result = tool.run(call.args, ctx)
+        except ToolFailure as failure:
+            return ToolFinished(call.id, call.name, error=failure.error)
+        except Cancelled:
+            return ToolFinished(call.id, call.name, result=_cancelled(call))
+        except Exception as exc:
+            self._note_crash(exc)
+            error = ToolError(kind="crashed", message=f"{call.name} crashed: {exc!r}")
+            return ToolFinished(call.id, call.name, error=error)
+        if result.tool_call_id != call.id:
+            result = msgspec.structs.replace(result, tool_call_id=call.id)
+        return ToolFinished(call.id, call.name, result=result)
+
+    def _authorise(self, tool: Tool, call: ToolCall, token: CancelToken) -> None:
+        """Ask the policy; on "ask", put the question to the user through a reply oneshot
+        and block on it (and on the turn's token): the answer never uses the command
+        channel (seed §3.8)."""
+        if self._policy is None:
+            return
+        decision = self._policy.decide(tool, call)
+        if decision.verdict == "allow":
+            return
+        if decision.verdict == "deny":
+            raise ToolFailure("denied", decision.reason or f"{call.name} is not allowed")
+        reply: Oneshot[ConfirmReply] = Oneshot()
+        self._emit(ConfirmRequest(tool_call=call, reason=decision.reason, reply=reply))
+        answer = reply.recv(cancel=token)
+        if answer.decision == "allow_session":
+            self._policy.remember(tool, call, "session")
+        elif answer.decision == "allow_project":
+            self._policy.remember(tool, call, "project")
+        elif answer.decision == "deny":
+            message = "the user denied this call"
+            if answer.message:
+                message += f": {answer.message}"
+            raise ToolFailure("denied", message)
+
+    def _note_crash(self, exc: BaseException) -> None:
+        if self._tracer is not None:
+            detail = "".join(traceback.format_exception(exc))
+            self._tracer.note(self.turn, "traceback", detail)
+
+
+def _read_stream(
+    provider: ProviderClient,
+    request: ProviderRequest,
+    token: CancelToken,
+    out: SimpleQueue[object],
+) -> None:
+    """The reader thread: provider events into the loop's queue. The loop never waits
+    for this thread; on cancel it is woken by the CancelToken instead."""
+    try:
+        for event in provider.stream(request, token):
+            if token.is_cancelled():
+                return
+            out.put(event)
+        out.put(_END)
+    except BaseException as exc:
+        out.put(exc)
+
+
+def _cancelled(call: ToolCall) -> ToolResult:
+    return tool_result(call.id, "cancelled before it finished", status="cancelled")
+
+
+def _result_for_model(finished: ToolFinished) -> ToolResult:
+    """What history keeps: a ToolError becomes an error result the model can read."""
+    if finished.result is not None:
+        return finished.result
+    error = finished.error
+    text = f"error ({error.kind}): {error.message}" if error is not None else "error"
+    return ToolResult(tool_call_id=finished.id, content=(Text(text),), status="error")

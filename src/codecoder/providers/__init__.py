@@ -1,0 +1,1 @@
+"""Model providers (implement kernel.ports.ProviderClient)."""
