@@ -1,0 +1,50 @@
+"""Invariant 7: the kernel imports nothing from providers, tools, permissions, sessions,
+context, the daemon, the CLI or UI libraries; only the standard library and msgspec."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import codecoder.kernel
+
+KERNEL = Path(codecoder.kernel.__file__).parent
+ALLOWED_THIRD_PARTY = {"msgspec"}
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def test_kernel_modules_import_only_the_kernel_stdlib_and_msgspec() -> None:
+    modules = sorted(KERNEL.glob("*.py"))
+    assert len(modules) >= 8
+    for path in modules:
+        for name in _imports(path):
+            top = name.split(".")[0]
+            if top == "codecoder":
+                assert name.startswith("codecoder.kernel"), f"{path.name} imports {name}"
+            elif top not in ALLOWED_THIRD_PARTY:
+                assert top in sys.stdlib_module_names, f"{path.name} imports {name}"
+
+
+def test_importing_the_kernel_loads_no_edge_package() -> None:
+    code = (
+        "import sys, codecoder.kernel.loop, codecoder.kernel.handle, codecoder.kernel.trace;"
+        "bad = [m for m in sys.modules if m.split('.')[0] in"
+        " ('httpx', 'rich', 'prompt_toolkit', 'bashlex', 'pathspec', 'sqlite3')"
+        " or m.startswith(('codecoder.providers', 'codecoder.tools', 'codecoder.cli',"
+        " 'codecoder.permissions', 'codecoder.sessions', 'codecoder.context'))];"
+        "print(','.join(bad))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
