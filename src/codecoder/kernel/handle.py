@@ -64,8 +64,10 @@ class AgentHandle:
 
     # --- commands ------------------------------------------------------------------
 
-    def submit(self, command: AgentCommand) -> None:
-        """Send user intent. Cancel and Shutdown take effect before this returns."""
+    def submit(self, command: AgentCommand, *, parent: CancelToken | None = None) -> None:
+        """Send user intent. Cancel and Shutdown take effect before this returns. A
+        message's turn token is a child of `parent` when given (a sub-agent's turn is
+        cancelled with the parent's)."""
         if self._tracer is not None:
             self._tracer.command(self._turn(), command)
         with self._lock:
@@ -73,7 +75,7 @@ class AgentHandle:
                 raise AgentClosed("the agent has shut down")
             token: CancelToken | None = None
             if isinstance(command, ProcessMessage):
-                token = CancelToken()
+                token = parent.child() if parent is not None else CancelToken()
                 self._pending.append(token)
             elif isinstance(command, Cancel | Shutdown):
                 reason = "shutdown" if isinstance(command, Shutdown) else "cancelled"
@@ -84,8 +86,8 @@ class AgentHandle:
                     self._on_shutdown()
             self._commands.put(Envelope(command, token))
 
-    def send(self, text: str) -> None:
-        self.submit(ProcessMessage(user_message(text)))
+    def send(self, text: str, *, parent: CancelToken | None = None) -> None:
+        self.submit(ProcessMessage(user_message(text)), parent=parent)
 
     def cancel(self) -> None:
         self.submit(Cancel())

@@ -21,13 +21,25 @@ A = TypeVar("A", bound=msgspec.Struct)
 
 @cache
 def json_schema(args_type: type[msgspec.Struct]) -> dict[str, Any]:
-    """The struct's schema inlined (providers want a plain object schema, not a $ref)."""
+    """The struct's schema with every `$ref` written in place: providers want one plain
+    object schema (nested structs included), not a schema with `$defs`."""
     (schema,), components = msgspec.json.schema_components([args_type])
-    ref = schema["$ref"].rsplit("/", 1)[-1]
-    body = dict(components[ref])
-    body.pop("title", None)
+    body = _inline(schema, components)
     body.pop("description", None)
     return body
+
+
+def _inline(node: Any, components: dict[str, Any]) -> Any:
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            target = dict(components[ref.rsplit("/", 1)[-1]])
+            target.pop("title", None)
+            return _inline(target, components)
+        return {key: _inline(value, components) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_inline(value, components) for value in node]
+    return node
 
 
 class TypedTool(Generic[A]):

@@ -1,0 +1,5 @@
+import sys
+
+from codecoder.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""Clients of the kernel: the command line, headless runner and demo."""

@@ -1,0 +1,82 @@
+"""`codecoder demo`: a recorded session replayed offline on a copy of an example project.
+
+Everything but the model is real: the kernel, the tools, the permission policy, the
+commands it runs (the project's own tests, twice) and the edit it makes to the copy.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from codecoder.cli.main import EXIT_FAILED, EXIT_OK, EXIT_SIGINT, EXIT_USAGE
+from codecoder.cli.render import Renderer
+from codecoder.kernel.events import Done
+from codecoder.providers.scripted import Script, ScriptedProvider, load_script
+
+TASK = "The tests in this project fail. Find out why and fix it."
+
+
+def run_demo(options: Any) -> int:
+    from codecoder.cli.wiring import demo_agent
+
+    if options.speed <= 0:
+        print("codecoder: --speed must be positive", file=sys.stderr)
+        return EXIT_USAGE
+    bundle = resources.files("codecoder.demo")
+    workspace = Path(tempfile.mkdtemp(prefix="codecoder-demo-"))
+    try:
+        with resources.as_file(bundle / "project") as project:
+            shutil.copytree(project, workspace, dirs_exist_ok=True)
+        with resources.as_file(bundle / "session.json") as script_path:
+            script = _scaled(load_script(script_path), options.speed)
+        renderer = Renderer()
+        renderer.line("CodeCoder demo", "bold")
+        renderer.line(
+            f"An offline replay (no API key) in a copy of an example project: {workspace}\n", "dim"
+        )
+        renderer.user(TASK)
+        setup = demo_agent(ScriptedProvider(script), workspace)
+        try:
+            handle = setup.loop.start()
+            handle.send(TASK)
+            try:
+                done = _render_turn(handle, renderer)
+            except KeyboardInterrupt:
+                handle.cancel()
+                done = _render_turn(handle, renderer)
+            handle.shutdown()
+        finally:
+            setup.close()
+        renderer.summary()
+        if done.reason == "cancelled":
+            return EXIT_SIGINT
+        return EXIT_OK if done.reason == "completed" else EXIT_FAILED
+    finally:
+        if options.keep:
+            print(f"(the project copy is kept in {workspace})")
+        else:
+            shutil.rmtree(workspace, ignore_errors=True)
+
+
+def _render_turn(handle: Any, renderer: Renderer) -> Done:
+    while True:
+        event = handle.next_event()
+        if event is None:
+            raise RuntimeError("the agent stopped before the turn ended")
+        renderer.show(event)
+        if isinstance(event, Done):
+            return event
+
+
+def _scaled(script: Script, speed: float) -> Script:
+    replies = [
+        msgspec.structs.replace(r, token_delay=r.token_delay / speed) for r in script.replies
+    ]
+    return msgspec.structs.replace(script, replies=replies)

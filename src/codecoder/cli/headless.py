@@ -1,0 +1,249 @@
+"""`codecoder exec`: one task, no person at the keyboard (DESIGN.md §7).
+
+The main thread only reads events and writes output; the SIGINT handler only flips the
+turn's token (a KeyboardInterrupt could cut a JSON line in half). A second SIGINT kills
+every running command group and leaves at once with 130.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
+from typing import IO, TYPE_CHECKING, Any
+
+from codecoder.cli.main import EXIT_FAILED, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM, EXIT_USAGE
+from codecoder.kernel import codec
+from codecoder.kernel.events import (
+    AgentEvent,
+    AskUser,
+    ConfirmReply,
+    ConfirmRequest,
+    Done,
+    Error,
+    NewToken,
+    Subagent,
+    ToolFinished,
+    ToolStarted,
+)
+from codecoder.kernel.handle import AgentHandle
+
+if TYPE_CHECKING:
+    from codecoder.cli.replies import StdinReplies
+
+SCHEMA = "codecoder.exec/1"
+FLUSH_BYTES = 1 << 16
+
+
+class UsageError(Exception):
+    """Bad flags, bad script, unknown model, missing key: exit code 2."""
+
+
+def run_exec(options: Any) -> int:
+    from codecoder.cli.wiring import AgentSetup, WiringError, build_agent
+
+    trace_on = bool(options.trace)
+    try:
+        task = _read_task(options.task)
+        workspace = _workspace(options.cwd)
+        setup: AgentSetup = build_agent(options, workspace, interactive=options.stdin_replies)
+    except (UsageError, WiringError) as exc:
+        print(f"codecoder: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        return _Runner(setup, json_output=options.json, stdin_replies=options.stdin_replies).run(
+            task
+        )
+    except Exception as exc:  # the last line of defence: one clear line, detail in the trace
+        if setup.tracer is not None:
+            import traceback
+
+            setup.tracer.note(0, "traceback", traceback.format_exc())
+        print(f"codecoder: internal error: {exc!r}", file=sys.stderr)
+        if trace_on:
+            print(f"codecoder: details in {options.trace}", file=sys.stderr)
+        return EXIT_FAILED
+    finally:
+        setup.close()
+
+
+def _read_task(task: str) -> str:
+    if task == "-":
+        task = sys.stdin.read()
+    if not task.strip():
+        raise UsageError("the task is empty")
+    return task
+
+
+def _workspace(cwd: str | None) -> Path:
+    path = Path(cwd or os.getcwd()).expanduser()
+    if not path.is_dir():
+        raise UsageError(f"no such folder: {path}")
+    return path.resolve()
+
+
+class _Runner:
+    def __init__(self, setup: Any, *, json_output: bool, stdin_replies: bool) -> None:
+        self.setup = setup
+        self.json = json_output
+        self.out: IO[bytes] = sys.stdout.buffer
+        self.buffer: list[bytes] = []
+        self.size = 0
+        self.turn = setup.first_turn + 1
+        self.interrupts = 0
+        self.signal_exit: int | None = None
+        self.handle: AgentHandle | None = None
+        self.failure: Error | None = None
+        self.answer: list[str] = []
+        self.replies: StdinReplies | None = None
+        if stdin_replies:
+            from codecoder.cli.replies import StdinReplies
+
+            self.replies = StdinReplies(sys.stdin)
+
+    def run(self, task: str) -> int:
+        handle = self.setup.loop.start()
+        self.handle = handle
+        if self.json:
+            self._write({"type": "session", "schema": SCHEMA, "session_id": self.setup.session_id})
+        restore = self._install_signals()
+        try:
+            handle.send(task)
+            done = self._consume(handle)
+        finally:
+            restore()
+            self._flush()
+            handle.shutdown()
+        return self._exit_code(done)
+
+    def _consume(self, handle: AgentHandle) -> Done:
+        while True:
+            try:
+                event = handle.next_event(timeout=0)
+            except TimeoutError:
+                self._flush()  # nothing waiting: the consumer sees the stream live
+                event = handle.next_event()
+            if event is None:
+                raise RuntimeError("the agent stopped before the turn ended")
+            self._show(event)
+            if isinstance(event, Done):
+                return event
+
+    def _show(self, event: AgentEvent) -> None:
+        if isinstance(event, ConfirmRequest | AskUser):
+            self._question(event)
+        if isinstance(event, Error):
+            self.failure = event
+        if self.json:
+            record = codec.to_builtins(event)
+            record["turn"] = self.turn
+            if isinstance(event, ToolFinished):
+                del record["result"]
+                record.update(_finished_fields(event))
+            self._write(record)
+            return
+        if isinstance(event, NewToken):
+            self.answer.append(event.text)
+        elif isinstance(event, ToolStarted):
+            self.answer.clear()  # only the text after the last tool call is the answer
+            _progress(f"▸ {event.name} {_brief(event.args)}")
+        elif isinstance(event, ToolFinished):
+            _progress(f"  {_status_mark(event)} {event.name}")
+        elif isinstance(event, Subagent):
+            return
+
+    def _question(self, event: ConfirmRequest | AskUser) -> None:
+        """Without a person, questions are answered at once: deny, or no answer."""
+        if self.replies is not None:
+            self.replies.expect(event)
+            return
+        if isinstance(event, ConfirmRequest):
+            event.reply.send(ConfirmReply("deny", "no one is available to approve (headless)"))
+        else:
+            event.reply.send("(no user is available to answer; decide yourself)")
+
+    def _write(self, record: dict[str, Any]) -> None:
+        line = codec.encode(record) + b"\n"
+        self.buffer.append(line)
+        self.size += len(line)
+        if self.size >= FLUSH_BYTES:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.buffer:
+            self.out.write(b"".join(self.buffer))
+            self.buffer.clear()
+            self.size = 0
+        self.out.flush()
+
+    def _exit_code(self, done: Done) -> int:
+        if self.signal_exit is not None:
+            return self.signal_exit
+        if done.reason == "completed":
+            if not self.json:
+                text = "".join(self.answer).strip()
+                if text:
+                    self.out.write(text.encode() + b"\n")
+                    self.out.flush()
+            return EXIT_OK
+        if done.reason == "cancelled":
+            return EXIT_SIGINT
+        if self.failure is not None:
+            print(f"codecoder: {self.failure.message}", file=sys.stderr)
+            if self.failure.kind == "config":
+                return EXIT_USAGE
+        return EXIT_FAILED
+
+    # --- signals ---------------------------------------------------------------------
+
+    def _install_signals(self) -> Callable[[], None]:
+        previous = {
+            signal.SIGINT: signal.signal(signal.SIGINT, self._on_sigint),
+            signal.SIGTERM: signal.signal(signal.SIGTERM, self._on_sigterm),
+        }
+
+        def restore() -> None:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+        return restore
+
+    def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
+        self.interrupts += 1
+        if self.interrupts > 1:
+            self.setup.kill_processes()
+            os._exit(EXIT_SIGINT)
+        self.signal_exit = EXIT_SIGINT
+        if self.handle is not None:
+            self.handle.cancel()
+
+    def _on_sigterm(self, signum: int, frame: FrameType | None) -> None:
+        self.signal_exit = EXIT_SIGTERM
+        if self.handle is not None:
+            self.handle.cancel()
+
+
+def _finished_fields(event: ToolFinished) -> dict[str, Any]:
+    """tool_finished in the headless schema: status, content and error side by side."""
+    return {
+        "status": event.status,
+        "content": event.result.text if event.result is not None else "",
+        "error": codec.to_builtins(event.error) if event.error is not None else None,
+    }
+
+
+def _status_mark(event: ToolFinished) -> str:
+    return {"success": "✓", "error": "✗", "cancelled": "⊘"}[event.status]
+
+
+def _brief(args: dict[str, Any]) -> str:
+    text = " ".join(str(v) for v in args.values())
+    text = text.replace("\n", " ")
+    return text if len(text) <= 80 else text[:77] + "…"
+
+
+def _progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)

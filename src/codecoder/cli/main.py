@@ -1,0 +1,117 @@
+"""The `codecoder` command: subcommands and the one place errors become exit codes.
+
+Start-up time is measured (`codecoder --version` ≤ 50 ms): this module imports only the
+standard library at the top; each subcommand imports what it needs when it runs.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_SIGINT = 130
+EXIT_SIGTERM = 143
+
+APPROVAL_MODES = ("ask", "auto-edit", "full-auto", "read-only", "never-ask")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args in (["--version"], ["-V"]):
+        from codecoder import __version__
+
+        print(f"codecoder {__version__}")
+        return EXIT_OK
+    parser = build_parser()
+    options = parser.parse_args(args)
+    func = getattr(options, "func", None)
+    if func is None:
+        parser.print_help()
+        print(
+            "\nThe interactive client is not built yet; use `codecoder exec` or `codecoder demo`."
+        )
+        return EXIT_USAGE
+    return int(func(options))
+
+
+def build_parser():  # -> argparse.ArgumentParser (argparse imported here, not at start-up)
+    import argparse
+
+    from codecoder import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="codecoder", description="A coding agent for the terminal."
+    )
+    parser.add_argument("--version", "-V", action="version", version=f"codecoder {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    run = sub.add_parser("exec", help="run one task headless and print the answer")
+    run.add_argument("task", help="the task, or - to read it from standard input")
+    run.add_argument("--json", action="store_true", help="print one JSON event per line")
+    run.add_argument("-m", "--model", help="PROVIDER/MODEL, e.g. openai/gpt-5")
+    run.add_argument("--script", help="replay a codecoder-script/1 file (offline)")
+    run.add_argument("-C", "--cwd", help="the workspace (default: the current folder)")
+    run.add_argument("--approval", choices=APPROVAL_MODES, default="never-ask")
+    run.add_argument("--max-rounds", type=int, default=100, metavar="N")
+    run.add_argument("--trace", metavar="FILE", help="write every command and event as JSONL")
+    session = run.add_mutually_exclusive_group()
+    session.add_argument(
+        "--continue",
+        dest="continue_",
+        action="store_true",
+        help="continue the last session of this workspace",
+    )
+    session.add_argument("--resume", metavar="ID", help="continue the session ID")
+    run.add_argument(
+        "--stdin-replies",
+        action="store_true",
+        help="with --json: read answers to questions as JSON lines on stdin",
+    )
+    run.set_defaults(func=_exec)
+
+    demo = sub.add_parser("demo", help="replay a bundled session on an example project")
+    demo.add_argument("--speed", type=float, default=1.0, help="replay speed factor")
+    demo.add_argument("--keep", action="store_true", help="keep the example project copy")
+    demo.set_defaults(func=_demo)
+
+    for module in _EXTENSIONS:
+        _load_extension(module, sub)
+    return parser
+
+
+_EXTENSIONS = (
+    "codecoder.cli.provider_commands",
+    "codecoder.cli.sessions_cmd",
+    "codecoder.cli.prompt_cmd",
+)
+
+
+def _load_extension(module_name: str, sub: object) -> None:
+    import importlib
+
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name != module_name:
+            raise
+        return
+    module.add_parsers(sub)
+
+
+def _exec(options: object) -> int:
+    from codecoder.cli.headless import run_exec
+
+    return run_exec(options)
+
+
+def _demo(options: object) -> int:
+    from codecoder.cli.demo import run_demo
+
+    return run_demo(options)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,81 @@
+"""Answers to the agent's questions read from standard input (`exec --stdin-replies`).
+
+One JSON object per line: `{"type": "reply", "request_id": …, "decision": "allow_once |
+allow_session | allow_project | deny", "message": …}` for a ConfirmRequest, and
+`{"type": "reply", "request_id": …, "answer": …}` for an AskUser. Each answer goes into
+the oneshot that travelled with the question; EOF means deny (and no answer) for every
+question still open and every later one.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import IO, Any
+
+import msgspec
+
+from codecoder.kernel.events import ConfirmReply, ConfirmRequest, Decision
+from codecoder.kernel.oneshot import Oneshot
+
+_DECISIONS: tuple[Decision, ...] = ("allow_once", "allow_session", "allow_project", "deny")
+EOF_ANSWER = "(no answer: standard input closed)"
+
+
+class StdinReplies:
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+        self._lock = threading.Lock()
+        self._open: dict[str, tuple[Oneshot[Any], bool]] = {}
+        self._early: dict[str, dict[str, Any]] = {}
+        self._eof = False
+        self._thread = threading.Thread(target=self._read, name="stdin-replies", daemon=True)
+        self._thread.start()
+
+    def expect(self, event: ConfirmRequest | Any) -> None:
+        """Register a question; answer it at once if its reply already arrived."""
+        confirm = isinstance(event, ConfirmRequest)
+        with self._lock:
+            early = self._early.pop(event.reply.request_id, None)
+            if early is None and not self._eof:
+                self._open[event.reply.request_id] = (event.reply, confirm)
+                return
+        _answer(event.reply, confirm, early)
+
+    def _read(self) -> None:
+        for line in self._stream:
+            if not line.strip():
+                continue
+            try:
+                record = msgspec.json.decode(line)
+                request_id = str(record["request_id"])
+            except (msgspec.DecodeError, KeyError, TypeError):
+                print(
+                    f"codecoder: ignored a malformed reply line: {line.strip()[:120]}",
+                    file=sys.stderr,
+                )
+                continue
+            with self._lock:
+                waiting = self._open.pop(request_id, None)
+                if waiting is None:
+                    self._early[request_id] = record
+                    continue
+            _answer(waiting[0], waiting[1], record)
+        with self._lock:
+            self._eof = True
+            waiting_all = list(self._open.values())
+            self._open.clear()
+        for reply, confirm in waiting_all:
+            _answer(reply, confirm, None)
+
+
+def _answer(reply: Oneshot[Any], confirm: bool, record: dict[str, Any] | None) -> None:
+    if confirm:
+        decision = record.get("decision") if record else "deny"
+        if decision not in _DECISIONS:
+            decision = "deny"
+        message = record.get("message") if record else "standard input closed"
+        reply.send(ConfirmReply(decision, message if isinstance(message, str) else None))
+    else:
+        answer = record.get("answer") if record else None
+        reply.send(answer if isinstance(answer, str) else EOF_ANSWER)

@@ -1,0 +1,1 @@
+"""The bundled offline demo: an example project and a recorded session that fixes it."""

@@ -1,0 +1,288 @@
+"""`codecoder exec` as users and scripts run it: a real subprocess, real signals."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CLI = [sys.executable, "-m", "codecoder"]
+
+
+def script(tmp_path: Path, replies: list[Any], name: str = "script.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps({"format": "codecoder-script/1", "replies": replies}))
+    return path
+
+
+def call(name: str, **args: Any) -> dict[str, Any]:
+    return {"type": "tool_call", "name": name, "args": args}
+
+
+def run_exec(
+    *args: str, input: str | None = None, timeout: float = 30
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, "exec", *args],
+        capture_output=True,
+        text=True,
+        input=input,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def events_of(stdout: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in stdout.splitlines()]
+
+
+def test_exec_prints_the_final_answer(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("alpha\nbeta\n")
+    path = script(
+        tmp_path, [["Reading.", call("read_file", path="notes.txt")], ["It has two lines."]]
+    )
+    result = run_exec("--script", str(path), "-C", str(tmp_path), "how many lines?")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "It has two lines.\n"
+    assert "read_file" in result.stderr
+
+
+def test_json_stream_follows_the_schema(tmp_path: Path) -> None:
+    path = script(
+        tmp_path,
+        [["Let me run it.", call("run_command", command="echo hi; exit 3")], ["Exit code 3."]],
+    )
+    result = run_exec("--json", "--script", str(path), "-C", str(tmp_path), "go")
+    assert result.returncode == 0, result.stderr
+    lines = events_of(result.stdout)
+    first = lines[0]
+    assert first["type"] == "session" and first["schema"] == "codecoder.exec/1"
+    assert isinstance(first["session_id"], str) and len(first["session_id"]) >= 8
+    assert all(line["turn"] == 1 for line in lines[1:])
+    types = [line["type"] for line in lines[1:]]
+    assert types[-1] == "done" and types.count("done") == 1
+    assert lines[-1]["reason"] == "completed" and lines[-1]["cancelled"] is False
+    started = next(line for line in lines if line["type"] == "tool_started")
+    assert started == {
+        "type": "tool_started",
+        "id": "call_0_1",
+        "name": "run_command",
+        "args": {"command": "echo hi; exit 3"},
+        "turn": 1,
+    }
+    assert any(line["type"] == "tool_output" and "hi" in line["chunk"] for line in lines)
+    finished = next(line for line in lines if line["type"] == "tool_finished")
+    assert set(finished) == {"type", "id", "name", "status", "content", "error", "turn"}
+    assert finished["status"] == "error" and "3" in finished["content"]
+    assert finished["error"] is None
+
+
+def test_denied_and_bad_calls_show_the_tool_error(tmp_path: Path) -> None:
+    path = script(tmp_path, [[call("no_such_tool")], ["ok"]])
+    result = run_exec("--json", "--script", str(path), "-C", str(tmp_path), "go")
+    finished = next(line for line in events_of(result.stdout) if line["type"] == "tool_finished")
+    assert finished["status"] == "error"
+    assert finished["error"]["kind"] == "unknown_tool"
+
+
+@pytest.mark.parametrize(
+    ("replies", "code", "fragment"),
+    [
+        ([], 1, "no turn reply left"),
+        (
+            [["x", {"type": "error", "kind": "server", "message": "upstream is down"}]],
+            1,
+            "upstream is down",
+        ),
+        ([[call("list_dir")]] * 3, 1, "stopped after 2 rounds"),
+    ],
+)
+def test_failures_print_one_line_and_exit_1(
+    tmp_path: Path, replies: list[Any], code: int, fragment: str
+) -> None:
+    path = script(tmp_path, replies)
+    result = run_exec("--script", str(path), "-C", str(tmp_path), "--max-rounds", "2", "go")
+    assert result.returncode == code
+    assert "Traceback" not in result.stderr
+    assert fragment in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--script", "/nonexistent/s.json", "go"], "cannot read script"),
+        (["--script", "BAD", "go"], "bad script"),
+        (["-C", "/nonexistent/dir", "--script", "GOOD", "go"], "no such folder"),
+        (["go"], "no model"),
+        (["--script", "GOOD", ""], "the task is empty"),
+        (["--script", "GOOD", "--approval", "sometimes", "go"], "invalid choice"),
+    ],
+)
+def test_usage_errors_exit_2_with_one_clear_line(
+    tmp_path: Path, args: list[str], fragment: str
+) -> None:
+    (tmp_path / "bad.json").write_text("[[{")
+    good = script(tmp_path, [["fine"]])
+    args = [
+        str(tmp_path / "bad.json") if a == "BAD" else str(good) if a == "GOOD" else a for a in args
+    ]
+    result = run_exec(*args)
+    assert result.returncode == 2, result.stderr
+    assert fragment in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_task_from_stdin(tmp_path: Path) -> None:
+    path = script(tmp_path, [["read it"]])
+    result = run_exec("--script", str(path), "-C", str(tmp_path), "-", input="the task\n")
+    assert result.returncode == 0 and result.stdout == "read it\n"
+
+
+def test_trace_records_commands_and_events(tmp_path: Path) -> None:
+    path = script(tmp_path, [[call("list_dir")], ["done"]])
+    trace = tmp_path / "trace.jsonl"
+    result = run_exec("--script", str(path), "-C", str(tmp_path), "--trace", str(trace), "go")
+    assert result.returncode == 0
+    records = [json.loads(line) for line in trace.read_text().splitlines()]
+    kinds = [(r["dir"], r["data"]["type"]) for r in records]
+    assert kinds[0] == ("command", "process_message")
+    assert ("event", "tool_started") in kinds and ("event", "done") in kinds
+    assert {r["thread"] for r in records if r["dir"] == "event"} == {"agent-loop"}
+    assert all(isinstance(r["t"], float) and r["turn"] in (0, 1) for r in records)
+
+
+# --- live output and signals ---------------------------------------------------------
+
+
+def start(tmp_path: Path, replies: list[Any], *extra: str) -> subprocess.Popen[str]:
+    path = script(tmp_path, replies)
+    return subprocess.Popen(
+        [*CLI, "exec", "--json", "--script", str(path), "-C", str(tmp_path), *extra, "go"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def read_until(proc: subprocess.Popen[str], kind: str, timeout: float = 10) -> list[dict[str, Any]]:
+    assert proc.stdout is not None
+    seen: list[dict[str, Any]] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        seen.append(json.loads(line))
+        if seen[-1]["type"] == kind:
+            return seen
+    raise AssertionError(f"no {kind} line; saw {[s['type'] for s in seen]}")
+
+
+def finish(
+    proc: subprocess.Popen[str], timeout: float = 10
+) -> tuple[int, list[dict[str, Any]], str]:
+    out, err = proc.communicate(timeout=timeout)
+    return proc.returncode, events_of(out), err
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_json_lines_arrive_live(tmp_path: Path) -> None:
+    proc = start(tmp_path, [["first words", {"type": "sleep", "seconds": 5}, "later"]])
+    started = time.monotonic()
+    seen = read_until(proc, "new_token")
+    assert time.monotonic() - started < 3.0  # well before the 5 s silence ends
+    assert seen[-1]["text"] == "first words"
+    proc.send_signal(signal.SIGINT)
+    code, rest, _ = finish(proc)
+    assert code == 130 and rest[-1]["type"] == "done" and rest[-1]["reason"] == "cancelled"
+
+
+def test_sigint_cancels_a_silent_stream_cleanly(tmp_path: Path) -> None:
+    proc = start(tmp_path, [["hello ", {"type": "sleep", "seconds": 60}]])
+    read_until(proc, "new_token")
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    code, rest, err = finish(proc)
+    assert time.monotonic() - sent < 3.0
+    assert code == 130
+    assert rest[-1] == {"type": "done", "cancelled": True, "reason": "cancelled", "turn": 1}
+    assert "Traceback" not in err
+
+
+def test_sigint_kills_the_whole_command_tree(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    inner = f"sleep 100 & echo $! >> {pids}; sleep 100 & echo $! >> {pids}; wait"
+    command = f"sh -c '{inner}' & echo $! >> {pids}; wait"
+    proc = start(tmp_path, [[call("run_command", command=command)], ["unused"]])
+    read_until(proc, "tool_started")
+    deadline = time.monotonic() + 5
+    while (not pids.exists() or len(pids.read_text().split()) < 3) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    recorded = [int(p) for p in pids.read_text().split()]
+    assert all(alive(pid) for pid in recorded)
+    proc.send_signal(signal.SIGINT)
+    code, rest, _ = finish(proc)
+    assert code == 130
+    finished = next(line for line in rest if line["type"] == "tool_finished")
+    assert finished["status"] == "cancelled"
+    assert not any(alive(pid) for pid in recorded)
+
+
+def test_second_sigint_exits_at_once(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    command = f"trap '' TERM; echo $$ > {pidfile}; while :; do sleep 0.05; done"
+    proc = start(tmp_path, [[call("run_command", command=command)], ["unused"]])
+    read_until(proc, "tool_started")
+    deadline = time.monotonic() + 5
+    while not pidfile.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.05)
+    shell_pid = int(pidfile.read_text())
+    proc.send_signal(signal.SIGINT)  # starts the grace period: the command ignores TERM
+    time.sleep(0.2)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=10)
+    assert proc.returncode == 130
+    assert time.monotonic() - sent < 1.5  # not the 2 s grace period
+    deadline = time.monotonic() + 2
+    while alive(shell_pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not alive(shell_pid)
+
+
+def test_sigterm_exits_143_after_a_clean_cancel(tmp_path: Path) -> None:
+    proc = start(tmp_path, [["x ", {"type": "sleep", "seconds": 60}]])
+    read_until(proc, "new_token")
+    proc.send_signal(signal.SIGTERM)
+    code, rest, _ = finish(proc)
+    assert code == 143
+    assert rest[-1]["type"] == "done" and rest[-1]["cancelled"] is True
+
+
+def test_version_is_fast_to_print() -> None:
+    result = subprocess.run([*CLI, "--version"], capture_output=True, text=True, check=True)
+    assert result.stdout.startswith("codecoder ")
+    env = dict(os.environ)
+    code = (
+        "import sys, codecoder.cli.main as m; m.main(['--version']);"
+        "print(sorted(k for k in sys.modules if k.startswith(('msgspec', 'httpx', 'argparse'))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    assert out.stdout.strip().endswith("[]")
