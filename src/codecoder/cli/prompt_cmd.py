@@ -1,0 +1,38 @@
+"""`codecoder prompt [-C DIR]`: print the system prompt a turn there would get
+(DESIGN.md §7), so users can see what AGENTS.md, CONTEXT.md and skills contribute.
+
+The prompt goes to stdout; what was left out (malformed front matter, unreadable files)
+goes to stderr as `warning:` lines, so `codecoder prompt > file` captures only the prompt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+
+
+def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "prompt", help="print the system prompt a turn in this folder would get"
+    )
+    parser.add_argument("-C", "--cwd", metavar="DIR", help="the workspace (default: here)")
+    parser.set_defaults(func=run_prompt)
+
+
+def run_prompt(options: argparse.Namespace) -> int:
+    from codecoder.context.prompt import PromptBuilder
+
+    workspace = Path(options.cwd) if options.cwd else Path.cwd()
+    if not workspace.is_dir():
+        print(f"codecoder prompt: not a folder: {workspace}", file=sys.stderr)
+        return EXIT_USAGE
+    builder = PromptBuilder(workspace)
+    text = builder.system_prompt()
+    for warning in builder.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    sys.stdout.write(text + "\n")
+    return EXIT_OK
