@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from codecoder.config import ConfigError, read_toml
+from codecoder.context.prompt import PromptBuilder
 from codecoder.kernel.loop import AgentLoop
 from codecoder.kernel.ports import ProviderClient, Tool
 from codecoder.kernel.trace import Tracer
@@ -40,12 +42,48 @@ class AgentSetup:
             self.tracer.close()
 
 
-def default_tools(manager: ProcessManager) -> list[Tool]:
+def default_tools(
+    workspace: Path,
+    provider: ProviderClient,
+    manager: ProcessManager,
+    user_config: dict[str, Any],
+) -> list[Tool]:
+    """The main agent's toolbox: files, search, commands, questions, checklist, skills
+    and sub-agents."""
+    from codecoder.cli.children import SubagentFactory, SubagentSettings
+    from codecoder.context.profiles import load_profiles
+    from codecoder.tools.ask import AskUserTool
     from codecoder.tools.files import EditFile, ListDir, ReadFile, WriteFile
     from codecoder.tools.search import Glob, Grep
     from codecoder.tools.shell import RunCommand
+    from codecoder.tools.skills import SkillTool
+    from codecoder.tools.todo import TodoWriteTool
 
-    return [ReadFile(), WriteFile(), EditFile(), ListDir(), Glob(), Grep(), RunCommand(manager)]
+    tools: list[Tool] = [
+        ReadFile(),
+        WriteFile(),
+        EditFile(),
+        ListDir(),
+        Glob(),
+        Grep(),
+        RunCommand(manager),
+        AskUserTool(),
+        TodoWriteTool(),
+        SkillTool(),
+    ]
+    settings = SubagentSettings.from_config(_table(user_config, "subagents"))
+    factory = SubagentFactory(
+        provider, workspace, manager, settings, profiles=load_profiles(workspace)
+    )
+    agent = factory.agent_tool()
+    if agent is not None:
+        tools.append(agent)
+    return tools
+
+
+def _table(config: dict[str, Any], key: str) -> dict[str, Any]:
+    value = config.get(key)
+    return value if isinstance(value, dict) else {}
 
 
 def build_provider(options: Any) -> ProviderClient:
@@ -70,15 +108,26 @@ def build_agent(options: Any, workspace: Path, *, interactive: bool) -> AgentSet
     tracer = Tracer(options.trace) if options.trace else None
     loop = AgentLoop(
         provider,
-        default_tools(manager),
+        default_tools(workspace, provider, manager, _user_config()),
         workspace,
+        prompt=PromptBuilder(workspace),
         max_rounds=options.max_rounds,
         tracer=tracer,
     )
     return AgentSetup(loop=loop, session_id=uuid.uuid4().hex[:16], manager=manager, tracer=tracer)
 
 
+def _user_config() -> dict[str, Any]:
+    from codecoder import paths
+
+    try:
+        return read_toml(paths.config_dir() / "config.toml")
+    except ConfigError as exc:
+        raise WiringError(str(exc)) from exc
+
+
 def demo_agent(provider: ProviderClient, workspace: Path) -> AgentSetup:
     manager = ProcessManager()
-    loop = AgentLoop(provider, default_tools(manager), workspace)
+    tools = default_tools(workspace, provider, manager, {})
+    loop = AgentLoop(provider, tools, workspace, prompt=PromptBuilder(workspace))
     return AgentSetup(loop=loop, session_id=uuid.uuid4().hex[:16], manager=manager)

@@ -68,7 +68,9 @@ _END = object()
 _COALESCE = 512
 
 
-class _StaticPrompt:
+class StaticPrompt:
+    """A fixed system prompt (tests, sub-agents with a profile's instructions)."""
+
     def __init__(self, text: str) -> None:
         self._text = text
 
@@ -104,7 +106,7 @@ class AgentLoop:
         self.workspace = workspace
         self._policy = policy
         self._history = history
-        self._prompt = prompt or _StaticPrompt(DEFAULT_SYSTEM_PROMPT)
+        self._prompt = prompt or StaticPrompt(DEFAULT_SYSTEM_PROMPT)
         self.max_rounds = max_rounds
         self._tracer = tracer
         self._messages: list[Message] = list(messages)

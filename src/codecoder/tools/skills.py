@@ -16,7 +16,7 @@ from codecoder.context.files import project_levels
 from codecoder.context.frontmatter import FrontMatterError
 from codecoder.context.skills import Skill, SkillCatalogue, discover_skills
 from codecoder.kernel.messages import ToolResult, tool_result
-from codecoder.kernel.ports import ToolContext
+from codecoder.kernel.ports import Risk, ToolContext
 from codecoder.tools.base import TypedTool
 
 
@@ -31,7 +31,7 @@ class SkillTool(TypedTool[SkillArgs]):
         "with the list of files bundled in its folder. Call it before starting a task "
         "that matches the skill's description, then follow what it says."
     )
-    risk = "read"
+    risk: Risk = "read"
     args_type = SkillArgs
 
     def call(self, args: SkillArgs, ctx: ToolContext) -> ToolResult:

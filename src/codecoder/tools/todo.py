@@ -17,7 +17,7 @@ import msgspec
 
 from codecoder.kernel.events import TodoItem, TodoUpdated
 from codecoder.kernel.messages import ToolResult, tool_result
-from codecoder.kernel.ports import ToolContext
+from codecoder.kernel.ports import Risk, ToolContext
 from codecoder.tools.base import TypedTool
 
 MAX_ITEMS = 100
@@ -52,7 +52,7 @@ class TodoWriteTool(TypedTool[TodoWriteArgs]):
         "done as soon as it is finished, add steps you discover. Send the whole list each "
         "time. Skip it for simple one-step requests."
     )
-    risk = "read"
+    risk: Risk = "read"
     args_type = TodoWriteArgs
 
     def call(self, args: TodoWriteArgs, ctx: ToolContext) -> ToolResult:

@@ -1,0 +1,139 @@
+"""Building sub-agents: the edge half of the `agent` tool (DESIGN.md invariant 5).
+
+A child gets its own loop, history and channels, and a read-only toolbox: read_file,
+list_dir, glob, grep; run_command only when the user's own config grants it
+(`[subagents] run_command = true` in `$XDG_CONFIG_HOME/codecoder/config.toml`). A profile's
+`tools` can only narrow that set. The `agent` tool itself is offered below the depth limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from codecoder.context.profiles import AgentProfile, narrow_tools
+from codecoder.kernel.loop import AgentLoop, StaticPrompt
+from codecoder.kernel.ports import PermissionPolicy, ProviderClient, Tool, ToolFailure
+from codecoder.kernel.subagents import ChildSpec
+from codecoder.tools.agent import AgentTask, AgentTool
+from codecoder.tools.process import ProcessManager
+
+CHILD_PROMPT = """You are a sub-agent of CodeCoder, a coding agent. You were given one task by \
+the main agent, which sees only your final message: make it a complete, self-contained \
+answer (paths, line numbers, findings). You can read, list and search files but not change \
+them. Work efficiently and stop as soon as you can answer."""
+
+READ_ONLY_TOOLS = ("read_file", "list_dir", "glob", "grep")
+
+
+@dataclass(frozen=True, slots=True)
+class SubagentSettings:
+    """`[subagents]` of the user's config (project config cannot widen these)."""
+
+    max_parallel: int = 4
+    max_depth: int = 2
+    run_command: bool = False
+    max_rounds: int = 50
+
+    @classmethod
+    def from_config(cls, table: dict[str, Any]) -> SubagentSettings:
+        def number(key: str, default: int) -> int:
+            value = table.get(key, default)
+            return value if isinstance(value, int) and value >= 1 else default
+
+        return cls(
+            max_parallel=number("max_parallel", cls.max_parallel),
+            max_depth=number("max_depth", cls.max_depth),
+            run_command=table.get("run_command") is True,
+            max_rounds=number("max_rounds", cls.max_rounds),
+        )
+
+
+@dataclass
+class SubagentFactory:
+    """Turns an `agent` tool task into a ChildSpec; one factory per depth level."""
+
+    provider: ProviderClient
+    workspace: Path
+    manager: ProcessManager
+    settings: SubagentSettings = field(default_factory=SubagentSettings)
+    profiles: Sequence[AgentProfile] = ()
+    policy: PermissionPolicy | None = None
+    depth: int = 0
+    resolve_model: Callable[[str], ProviderClient] | None = None
+
+    def agent_tool(self) -> AgentTool | None:
+        """The `agent` tool for a loop at this depth, or None at the depth limit."""
+        if self.depth >= self.settings.max_depth:
+            return None
+        choices = [(p.name, p.description) for p in self.profiles]
+        return AgentTool(self, profiles=choices, max_parallel=self.settings.max_parallel)
+
+    def __call__(self, task: AgentTask) -> ChildSpec:
+        profile = self._profile(task.profile)
+        child = SubagentFactory(
+            self.provider,
+            self.workspace,
+            self.manager,
+            self.settings,
+            self.profiles,
+            self.policy,
+            self.depth + 1,
+            self.resolve_model,
+        )
+        tools = child.toolbox(profile)
+        instructions = CHILD_PROMPT
+        if profile is not None and profile.instructions.strip():
+            instructions += "\n\n" + profile.instructions.strip()
+        loop = AgentLoop(
+            self._provider_for(task, profile),
+            tools,
+            self.workspace,
+            policy=self.policy,
+            prompt=StaticPrompt(instructions),
+            max_rounds=self.settings.max_rounds,
+            name=f"sub{child.depth}",
+        )
+        return ChildSpec(task.task, loop, read_only=all(t.risk == "read" for t in tools))
+
+    def toolbox(self, profile: AgentProfile | None) -> list[Tool]:
+        from codecoder.tools.files import ListDir, ReadFile
+        from codecoder.tools.search import Glob, Grep
+
+        available: dict[str, Tool] = {
+            "read_file": ReadFile(),
+            "list_dir": ListDir(),
+            "glob": Glob(),
+            "grep": Grep(),
+        }
+        if self.settings.run_command:
+            from codecoder.tools.shell import RunCommand
+
+            available["run_command"] = RunCommand(self.manager)
+        agent = self.agent_tool()
+        if agent is not None:
+            available["agent"] = agent
+        granted = narrow_tools(list(available), profile.tools if profile else None)
+        return [available[name] for name in granted]
+
+    def _profile(self, name: str | None) -> AgentProfile | None:
+        if name is None:
+            return None
+        for profile in self.profiles:
+            if profile.name == name:
+                return profile
+        known = ", ".join(p.name for p in self.profiles) or "none"
+        raise ToolFailure("invalid_args", f"unknown agent profile {name!r}; profiles: {known}")
+
+    def _provider_for(self, task: AgentTask, profile: AgentProfile | None) -> ProviderClient:
+        for_subagent = getattr(self.provider, "for_subagent", None)
+        if for_subagent is not None:  # a scripted session: the child takes its own replies
+            provider = for_subagent(task.task)
+            if provider is None:
+                raise ToolFailure("crashed", "the script has no subagent entry for this task")
+            return provider
+        if profile is not None and profile.model and self.resolve_model is not None:
+            return self.resolve_model(profile.model)
+        return self.provider

@@ -1,0 +1,220 @@
+"""Sub-agents through the real kernel: parallel children, cancellation, narrowing, depth."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from codecoder.cli.children import SubagentFactory, SubagentSettings
+from codecoder.context.profiles import AgentProfile
+from codecoder.kernel.events import Done, NewToken, Subagent, ToolFinished, ToolStarted
+from codecoder.kernel.loop import AgentLoop
+from codecoder.kernel.ports import Tool
+from codecoder.providers.scripted import ScriptedProvider, parse_script
+from codecoder.tools.process import ProcessManager
+from tests.invariants import check_history, check_turn
+
+
+def call(name: str, **args: Any) -> dict[str, Any]:
+    return {"type": "tool_call", "name": name, "args": args}
+
+
+def agent_loop(
+    tmp_path: Path,
+    replies: list[Any],
+    subagents: list[dict[str, Any]],
+    *,
+    settings: SubagentSettings | None = None,
+    profiles: tuple[AgentProfile, ...] = (),
+) -> AgentLoop:
+    script = {"format": "codecoder-script/1", "replies": replies, "subagents": subagents}
+    provider = ScriptedProvider(parse_script(json.dumps(script)))
+    factory = SubagentFactory(
+        provider, tmp_path, ProcessManager(), settings or SubagentSettings(), profiles
+    )
+    tool = factory.agent_tool()
+    assert tool is not None
+    tools: list[Tool] = [tool]
+    return AgentLoop(provider, tools, tmp_path)
+
+
+def run_turn(loop: AgentLoop, text: str = "go", timeout: float = 20) -> list[Any]:
+    handle = loop.start()
+    handle.send(text)
+    events = handle.wait_done(timeout)
+    handle.shutdown()
+    return events
+
+
+def test_parallel_children_overlap_and_answers_keep_task_order(tmp_path: Path) -> None:
+    tasks = [{"task": f"look at part {i}"} for i in range(4)]
+    subagents = [
+        {"match": f"part {i}", "replies": [[{"type": "sleep", "seconds": 0.4}, f"answer {i}"]]}
+        for i in (3, 1, 0, 2)  # claimed by regex, not by position
+    ]
+    loop = agent_loop(tmp_path, [[call("agent", tasks=tasks)], ["summary"]], subagents)
+    started = time.monotonic()
+    events = run_turn(loop)
+    elapsed = time.monotonic() - started
+    assert check_turn(events).reason == "completed"
+    assert elapsed < 1.2, f"4 x 0.4 s children took {elapsed:.2f} s: not parallel"
+    result = next(e for e in events if isinstance(e, ToolFinished)).result
+    assert result is not None
+    positions = [result.text.index(f"answer {i}") for i in range(4)]
+    assert positions == sorted(positions)
+    check_history(loop.messages)
+
+
+def test_child_events_are_wrapped_between_the_parent_tool_events(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("content")
+    subagents = [
+        {"match": "read", "replies": [[call("read_file", path="a.txt")], ["it says content"]]}
+    ]
+    loop = agent_loop(
+        tmp_path, [[call("agent", tasks=[{"task": "read a.txt"}])], ["ok"]], subagents
+    )
+    events = run_turn(loop)
+    check_turn(events)
+    kinds = [type(e).__name__ for e in events]
+    first, last = kinds.index("ToolStarted"), kinds.index("ToolFinished")
+    wrapped = [e for e in events if isinstance(e, Subagent)]
+    assert wrapped and all(first < events.index(e) < last for e in wrapped)
+    ids = {e.agent_id for e in wrapped}
+    assert len(ids) == 1 and next(iter(ids)).startswith("sub1-")
+    inner = [e.event for e in wrapped]
+    check_turn(inner)  # the child's own turn keeps the invariants
+    assert any(isinstance(e, ToolStarted) and e.name == "read_file" for e in inner)
+    finished = next(e for e in events if isinstance(e, ToolFinished))
+    assert finished.result is not None and finished.result.text == "it says content"
+
+
+def test_a_child_cannot_write(tmp_path: Path) -> None:
+    subagents = [
+        {
+            "match": ".",
+            "replies": [[call("write_file", path="x.txt", content="pwned")], ["could not"]],
+        }
+    ]
+    loop = agent_loop(tmp_path, [[call("agent", tasks=[{"task": "write"}])], ["ok"]], subagents)
+    events = run_turn(loop)
+    inner = [e.event for e in events if isinstance(e, Subagent)]
+    refused = next(e for e in inner if isinstance(e, ToolFinished))
+    assert refused.error is not None and refused.error.kind == "unknown_tool"
+    assert not (tmp_path / "x.txt").exists()
+
+
+def test_cancelling_the_parent_kills_the_childs_command(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    subagents = [
+        {
+            "match": ".",
+            "replies": [[call("run_command", command=f"echo $$ > {pidfile}; exec sleep 100")]],
+        }
+    ]
+    settings = SubagentSettings(run_command=True)
+    loop = agent_loop(
+        tmp_path, [[call("agent", tasks=[{"task": "run"}])]], subagents, settings=settings
+    )
+    handle = loop.start()
+    handle.send("go")
+    deadline = time.monotonic() + 10
+    while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    pid = int(pidfile.read_text())
+    os.kill(pid, 0)  # running
+    started = time.monotonic()
+    handle.cancel()
+    events = handle.wait_done(10)
+    assert time.monotonic() - started < 2.0
+    handle.shutdown()
+    assert check_turn(events).reason == "cancelled"
+    outer = [e for e in events if isinstance(e, ToolFinished)]
+    assert [e.status for e in outer] == ["cancelled"]
+    assert not Path(f"/proc/{pid}").exists() or _zombie(pid)
+    check_history(loop.messages)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_depth_limit_removes_the_agent_tool(tmp_path: Path) -> None:
+    subagents = [
+        {"match": "outer", "replies": [[call("agent", tasks=[{"task": "inner"}])], ["tried"]]},
+        {"match": "inner", "replies": [["inner answer"]]},
+    ]
+    deep = agent_loop(
+        tmp_path,
+        [[call("agent", tasks=[{"task": "outer"}])], ["ok"]],
+        subagents,
+        settings=SubagentSettings(max_depth=2),
+    )
+    events = run_turn(deep)
+    grandchild = [
+        e.event.event for e in events if isinstance(e, Subagent) and isinstance(e.event, Subagent)
+    ]
+    assert any(isinstance(e, NewToken) for e in grandchild)  # wrapped twice
+    shallow = agent_loop(
+        tmp_path,
+        [[call("agent", tasks=[{"task": "outer"}])], ["ok"]],
+        subagents,
+        settings=SubagentSettings(max_depth=1),
+    )
+    events = run_turn(shallow)
+    inner = [e.event for e in events if isinstance(e, Subagent)]
+    refused = next(e for e in inner if isinstance(e, ToolFinished))
+    assert refused.error is not None and refused.error.kind == "unknown_tool"
+
+
+def test_profiles_only_narrow_the_toolbox(tmp_path: Path) -> None:
+    profile = AgentProfile(
+        name="searcher",
+        description="greps",
+        instructions="Only search.",
+        tools=("grep", "write_file", "run_command"),
+        model=None,
+        path=tmp_path / "searcher.md",
+    )
+    factory = SubagentFactory(
+        ScriptedProvider.from_replies([]), tmp_path, ProcessManager(), profiles=(profile,)
+    )
+    assert [t.name for t in factory.toolbox(profile)] == ["grep"]
+    assert [t.name for t in factory.toolbox(None)] == [
+        "read_file",
+        "list_dir",
+        "glob",
+        "grep",
+        "agent",
+    ]
+
+
+def test_unknown_profile_is_an_argument_error(tmp_path: Path) -> None:
+    loop = agent_loop(
+        tmp_path, [[call("agent", tasks=[{"task": "x", "profile": "ghost"}])], ["ok"]], []
+    )
+    events = run_turn(loop)
+    finished = next(e for e in events if isinstance(e, ToolFinished))
+    assert finished.error is not None and finished.error.kind == "invalid_args"
+    assert "ghost" in finished.error.message
+
+
+def test_eight_parallel_children_finish_without_deadlock(tmp_path: Path) -> None:
+    tasks = [{"task": f"task {i}"} for i in range(8)]
+    subagents = [{"match": f"task {i}$", "replies": [[f"done {i}"]]} for i in range(8)]
+    loop = agent_loop(
+        tmp_path,
+        [[call("agent", tasks=tasks)], ["all done"]],
+        subagents,
+        settings=SubagentSettings(max_parallel=8),
+    )
+    started = time.monotonic()
+    events = run_turn(loop)
+    assert time.monotonic() - started < 10.0  # target 1 s; 10x here
+    assert check_turn(events).reason == "completed"
+    assert isinstance(events[-1], Done)
