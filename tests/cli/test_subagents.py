@@ -218,3 +218,11 @@ def test_eight_parallel_children_finish_without_deadlock(tmp_path: Path) -> None
     assert time.monotonic() - started < 10.0  # target 1 s; 10x here
     assert check_turn(events).reason == "completed"
     assert isinstance(events[-1], Done)
+
+
+def test_settings_come_from_the_user_table_and_ignore_bad_values() -> None:
+    settings = SubagentSettings.from_config(
+        {"max_parallel": 3, "max_depth": 0, "run_command": "yes", "max_rounds": True}
+    )
+    assert settings == SubagentSettings(max_parallel=3, max_depth=2, run_command=False)
+    assert SubagentSettings.from_config({"run_command": True}).run_command is True

@@ -39,15 +39,18 @@ class SubagentSettings:
 
     @classmethod
     def from_config(cls, table: dict[str, Any]) -> SubagentSettings:
-        def number(key: str, default: int) -> int:
-            value = table.get(key, default)
-            return value if isinstance(value, int) and value >= 1 else default
+        defaults = cls()
+
+        def number(key: str) -> int:
+            value = table.get(key)
+            valid = isinstance(value, int) and not isinstance(value, bool) and value >= 1
+            return value if valid else getattr(defaults, key)  # type: ignore[return-value]
 
         return cls(
-            max_parallel=number("max_parallel", cls.max_parallel),
-            max_depth=number("max_depth", cls.max_depth),
+            max_parallel=number("max_parallel"),
+            max_depth=number("max_depth"),
             run_command=table.get("run_command") is True,
-            max_rounds=number("max_rounds", cls.max_rounds),
+            max_rounds=number("max_rounds"),
         )
 
 

@@ -1,0 +1,384 @@
+"""File tools: read_file, write_file, edit_file, list_dir.
+
+Paths are relative to the workspace (absolute ones are accepted; the permission layer
+decides whether they may be touched). What a tool finds wrong while running (a missing
+file, a binary file, old text that is absent) is a ToolResult with status "error" that
+the model can act on; arguments that do not fit the struct are a ToolFailure raised by
+TypedTool.parse. Writes are atomic: a temp file in the same directory, then os.replace.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, BinaryIO, TypeVar
+
+import msgspec
+
+from codecoder.kernel.messages import ToolResult, tool_result
+from codecoder.kernel.ports import Risk, ToolContext
+from codecoder.tools.base import TypedTool
+from codecoder.tools.workspace import display, printable, resolve, walk
+
+MAX_LINE_CHARS = 2000
+MAX_OUTPUT_BYTES = 256 * 1024
+SNIFF_BYTES = 8192
+MAX_LIST_ENTRIES = 500
+MAX_LIST_DEPTH = 3
+
+A = TypeVar("A", bound=msgspec.Struct)
+
+
+class Refused(Exception):
+    """A failure the tool detected while running; becomes a ToolResult with status error."""
+
+
+class FileTool(TypedTool[A]):
+    """A TypedTool whose `execute` returns the text for the model or raises Refused;
+    OSError (permission denied, a file vanished) is reported the same way."""
+
+    def call(self, args: A, ctx: ToolContext) -> ToolResult:
+        try:
+            text = self.execute(args, ctx)
+        except Refused as exc:
+            return tool_result(ctx.call_id, str(exc), "error")
+        except OSError as exc:
+            return tool_result(ctx.call_id, describe_os_error(exc, ctx.workspace), "error")
+        return tool_result(ctx.call_id, text)
+
+    def execute(self, args: A, ctx: ToolContext) -> str:
+        raise NotImplementedError
+
+
+def describe_os_error(exc: OSError, workspace: Path) -> str:
+    reason = exc.strerror or str(exc)
+    if isinstance(exc.filename, str):
+        return f"{reason}: {display(workspace, exc.filename)}"
+    return reason
+
+
+def target(ctx: ToolContext, path: str) -> Path:
+    try:
+        return resolve(ctx.workspace, path)
+    except ValueError as exc:
+        raise Refused(f"invalid path {path!r}: {exc}") from exc
+
+
+def regular_file(ctx: ToolContext, path: Path, *, must_exist: bool = True) -> os.stat_result | None:
+    """The file's stat, or Refused with a message that says what to do instead."""
+    shown = display(ctx.workspace, path)
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        if must_exist:
+            raise Refused(f"file not found: {shown}") from None
+        return None
+    if stat.S_ISDIR(info.st_mode):
+        raise Refused(f"{shown} is a directory; use list_dir to see what it holds")
+    if not stat.S_ISREG(info.st_mode):
+        raise Refused(f"{shown} is not a regular file")
+    return info
+
+
+def sniff_text(head: bytes, *, complete: bool) -> str | None:
+    """Why `head` (the start of a file) is not text, or None when it is."""
+    if b"\0" in head:
+        return "it contains NUL bytes (a binary file)"
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(head, final=complete)
+    except UnicodeDecodeError as exc:
+        return f"it is not UTF-8 text (invalid byte at offset {exc.start})"
+    return None
+
+
+# --- read_file -----------------------------------------------------------------------
+
+
+class ReadFileArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    path: Annotated[str, msgspec.Meta(description="File to read, relative to the workspace.")]
+    offset: Annotated[int, msgspec.Meta(ge=1, description="First line to show (1-based).")] = 1
+    limit: Annotated[
+        int, msgspec.Meta(ge=1, le=100_000, description="How many lines to show at most.")
+    ] = 2000
+
+
+class ReadFile(FileTool[ReadFileArgs]):
+    name = "read_file"
+    description = (
+        "Read a UTF-8 text file. Lines come numbered like `cat -n` (number, tab, text); "
+        "the numbers are not part of the file. Reads up to `limit` lines from `offset` "
+        f"(1-based); lines longer than {MAX_LINE_CHARS} characters are cut and output stops "
+        f"at {MAX_OUTPUT_BYTES // 1024} KiB, with a note telling which offset to read next. "
+        "Binary files are refused; use list_dir for directories."
+    )
+    risk: Risk = "read"
+    args_type = ReadFileArgs
+
+    def execute(self, args: ReadFileArgs, ctx: ToolContext) -> str:
+        path = target(ctx, args.path)
+        regular_file(ctx, path)
+        shown = display(ctx.workspace, path)
+        with path.open("rb") as handle:
+            head = handle.read(SNIFF_BYTES)
+            if not head:
+                return f"{shown} is empty (0 bytes)."
+            why = sniff_text(head, complete=len(head) < SNIFF_BYTES)
+            if why is not None:
+                raise Refused(f"cannot show {shown}: {why}. Inspect it with run_command.")
+            handle.seek(0)
+            return _numbered(handle, args.offset, args.limit, shown)
+
+
+def _numbered(handle: BinaryIO, offset: int, limit: int, shown: str) -> str:
+    out: list[str] = []
+    size = 0
+    number = 0
+    for number, line in enumerate(_lines(handle), start=1):
+        if number < offset:
+            continue
+        row = f"{number:>6}\t{line}"
+        if number >= offset + limit:
+            out.append(f"[more lines follow; call read_file with offset={number} to continue]")
+            break
+        if size + len(row.encode()) + 1 > MAX_OUTPUT_BYTES:
+            out.append(
+                f"[output capped at {MAX_OUTPUT_BYTES // 1024} KiB; "
+                f"call read_file with offset={number} to continue]"
+            )
+            break
+        out.append(row)
+        size += len(row.encode()) + 1
+    if not out:
+        raise Refused(f"offset {offset} is past the end of {shown} ({number} lines)")
+    return "\n".join(out)
+
+
+def _lines(handle: BinaryIO) -> Iterator[str]:
+    """The file's lines (split on \\n only, as grep counts them), without their line end,
+    each cut to MAX_LINE_CHARS; a huge line is skipped over, never held in memory."""
+    budget = MAX_LINE_CHARS * 4 + 4
+    while raw := handle.readline(budget):
+        complete = raw.endswith(b"\n") or len(raw) < budget
+        while not complete:
+            rest = handle.readline(1 << 16)
+            complete = not rest or rest.endswith(b"\n")
+        text = raw.decode("utf-8", "replace").removesuffix("\n").removesuffix("\r")
+        if len(text) > MAX_LINE_CHARS:
+            text = text[:MAX_LINE_CHARS] + f" [… line cut at {MAX_LINE_CHARS} characters]"
+        yield text
+
+
+# --- write_file and edit_file --------------------------------------------------------
+
+
+def atomic_write(path: Path, data: bytes) -> os.stat_result | None:
+    """Replace `path` with `data` so that a reader sees the old file or the new one, never
+    half of it. Keeps an existing file's mode; a new file gets the umask's. Returns the
+    old file's stat (None when it was created)."""
+    try:
+        old = path.stat()
+    except FileNotFoundError:
+        old = None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp, fd = _create_temp(path)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if old is not None:
+            os.chmod(temp, stat.S_IMODE(old.st_mode))
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    return old
+
+
+def _create_temp(path: Path) -> tuple[str, int]:
+    # O_CREAT with mode 0o666 lets the kernel apply the umask (mkstemp would give 0600).
+    while True:
+        temp = os.path.join(path.parent, f".{path.name}.{os.urandom(4).hex()}.tmp")
+        try:
+            return temp, os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+
+
+def _encode(text: str, what: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise Refused(f"{what} is not valid Unicode text: {exc.reason}") from exc
+
+
+def _count_lines(text: str) -> int:
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+
+
+class WriteFileArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    path: Annotated[str, msgspec.Meta(description="File to write, relative to the workspace.")]
+    content: Annotated[str, msgspec.Meta(description="The complete new content of the file.")]
+
+
+class WriteFile(FileTool[WriteFileArgs]):
+    name = "write_file"
+    description = (
+        "Create a file or replace its whole content (UTF-8). Missing parent directories "
+        "are created; an existing file keeps its permissions. To change part of a file, "
+        "prefer edit_file."
+    )
+    risk: Risk = "write"
+    args_type = WriteFileArgs
+
+    def execute(self, args: WriteFileArgs, ctx: ToolContext) -> str:
+        path = target(ctx, args.path)
+        regular_file(ctx, path, must_exist=False)
+        data = _encode(args.content, "content")
+        old = atomic_write(path, data)
+        shown = display(ctx.workspace, path)
+        written = f"{len(data)} bytes, {_count_lines(args.content)} lines"
+        if old is None:
+            return f"Created {shown} ({written})."
+        return f"Overwrote {shown} ({written}; was {old.st_size} bytes)."
+
+
+class EditFileArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    path: Annotated[str, msgspec.Meta(description="File to edit, relative to the workspace.")]
+    old_text: Annotated[
+        str,
+        msgspec.Meta(description="Exact text to replace, including whitespace and indentation."),
+    ]
+    new_text: Annotated[str, msgspec.Meta(description="The text to put in its place.")]
+    replace_all: Annotated[
+        bool,
+        msgspec.Meta(description="Replace every occurrence instead of exactly one."),
+    ] = False
+
+
+class EditFile(FileTool[EditFileArgs]):
+    name = "edit_file"
+    description = (
+        "Replace exact text in a UTF-8 file. `old_text` must occur exactly once (include "
+        "enough surrounding lines to make it unique) unless `replace_all` is true. Match "
+        "the file's text exactly, without read_file's line-number prefixes."
+    )
+    risk: Risk = "write"
+    args_type = EditFileArgs
+
+    def execute(self, args: EditFileArgs, ctx: ToolContext) -> str:
+        if not args.old_text:
+            raise Refused("old_text is empty; use write_file to create or overwrite a file")
+        if args.old_text == args.new_text:
+            raise Refused("old_text and new_text are the same; nothing to change")
+        path = target(ctx, args.path)
+        regular_file(ctx, path)
+        shown = display(ctx.workspace, path)
+        text = _read_text(path, shown)
+        old, new = _matching_newlines(text, args.old_text, args.new_text)
+        starts = _occurrences(text, old)
+        _check_count(starts, text, args, shown)
+        updated = text.replace(old, new) if args.replace_all else text.replace(old, new, 1)
+        atomic_write(path, _encode(updated, "new_text"))
+        shift = len(new) - len(old)
+        lines = [updated.count("\n", 0, start + k * shift) + 1 for k, start in enumerate(starts)]
+        return f"Edited {shown}: {_plural(len(starts), 'replacement')} ({_at_lines(lines)})."
+
+
+def _read_text(path: Path, shown: str) -> str:
+    data = path.read_bytes()
+    why = sniff_text(data, complete=True)
+    if why is not None:
+        raise Refused(f"cannot edit {shown}: {why}")
+    return data.decode("utf-8")
+
+
+def _matching_newlines(text: str, old: str, new: str) -> tuple[str, str]:
+    """A model writes \\n; a CRLF file needs \\r\\n to match."""
+    if old not in text and "\r\n" in text and "\n" in old and "\r\n" not in old:
+        return old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
+    return old, new
+
+
+def _occurrences(text: str, old: str) -> list[int]:
+    starts: list[int] = []
+    index = text.find(old)
+    while index >= 0:
+        starts.append(index)
+        index = text.find(old, index + len(old))
+    return starts
+
+
+def _check_count(starts: list[int], text: str, args: EditFileArgs, shown: str) -> None:
+    if not starts:
+        hint = ""
+        if args.old_text.strip() and args.old_text.strip() in text:
+            hint = " (it does occur with different leading/trailing whitespace)"
+        raise Refused(
+            f"old_text not found in {shown}{hint}; read the file again and copy the text "
+            "exactly, without line-number prefixes"
+        )
+    if len(starts) > 1 and not args.replace_all:
+        lines = [text.count("\n", 0, start) + 1 for start in starts]
+        raise Refused(
+            f"old_text occurs {len(starts)} times in {shown} ({_at_lines(lines)}); include "
+            "more surrounding context to pick one, or set replace_all to change them all"
+        )
+
+
+def _at_lines(lines: list[int]) -> str:
+    shown = ", ".join(str(n) for n in lines[:10])
+    more = f" and {len(lines) - 10} more" if len(lines) > 10 else ""
+    return f"line{'s' if len(lines) > 1 else ''} {shown}{more}"
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+# --- list_dir ------------------------------------------------------------------------
+
+
+class ListDirArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    path: Annotated[
+        str, msgspec.Meta(description="Directory to list, relative to the workspace.")
+    ] = "."
+    depth: Annotated[
+        int,
+        msgspec.Meta(ge=1, le=MAX_LIST_DEPTH, description="How many levels to descend."),
+    ] = 1
+
+
+class ListDir(FileTool[ListDirArgs]):
+    name = "list_dir"
+    description = (
+        "List a directory: entries sorted by name, directories end with '/', symlinks "
+        f"with '@', deeper levels indented (depth up to {MAX_LIST_DEPTH}). Skips .git and, "
+        f"inside a git repository, what .gitignore excludes. At most {MAX_LIST_ENTRIES} "
+        "entries."
+    )
+    risk: Risk = "read"
+    args_type = ListDirArgs
+
+    def execute(self, args: ListDirArgs, ctx: ToolContext) -> str:
+        path = target(ctx, args.path)
+        shown = display(ctx.workspace, path)
+        if not path.exists():
+            raise Refused(f"directory not found: {shown}")
+        if not path.is_dir():
+            raise Refused(f"{shown} is not a directory; use read_file to read a file")
+        out: list[str] = []
+        for entry in walk(path, max_depth=args.depth):
+            if len(out) == MAX_LIST_ENTRIES:
+                out.append(
+                    f"[listing cut at {MAX_LIST_ENTRIES} entries; list a subdirectory "
+                    "or use a smaller depth]"
+                )
+                break
+            mark = "/" if entry.is_dir else "@" if entry.is_symlink else ""
+            name = printable(entry.rel.rsplit("/", 1)[-1])
+            out.append(f"{'  ' * (entry.depth - 1)}{name}{mark}")
+        return "\n".join(out) if out else f"{shown} is empty."
