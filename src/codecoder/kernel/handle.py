@@ -74,7 +74,7 @@ class AgentHandle:
             if self._closed or not self._thread.is_alive():
                 raise AgentClosed("the agent has shut down")
             token: CancelToken | None = None
-            if isinstance(command, ProcessMessage):
+            if isinstance(command, ProcessMessage | Compact):
                 token = parent.child() if parent is not None else CancelToken()
                 self._pending.append(token)
             elif isinstance(command, Cancel | Shutdown):

@@ -22,6 +22,7 @@ from codecoder.kernel.cancel import Cancelled, CancelToken
 from codecoder.kernel.commands import Compact, ProcessMessage, Shutdown
 from codecoder.kernel.events import (
     AgentEvent,
+    Compacted,
     ConfirmReply,
     ConfirmRequest,
     Done,
@@ -39,6 +40,9 @@ from codecoder.kernel.handle import CLOSED, AgentHandle, Envelope
 from codecoder.kernel.messages import Message, Text, ToolCall, ToolResult, tool_result
 from codecoder.kernel.oneshot import Oneshot
 from codecoder.kernel.ports import (
+    CompactedView,
+    CompactionSink,
+    Compactor,
     HistorySink,
     PermissionPolicy,
     PromptSource,
@@ -96,6 +100,7 @@ class AgentLoop:
         messages: Sequence[Message] = (),
         first_turn: int = 0,
         name: str = "agent",
+        compactor: Compactor | None = None,
     ) -> None:
         self._provider = provider
         self._tools = {tool.name: tool for tool in tools}
@@ -109,6 +114,8 @@ class AgentLoop:
         self._prompt = prompt or StaticPrompt(DEFAULT_SYSTEM_PROMPT)
         self.max_rounds = max_rounds
         self._tracer = tracer
+        self._compactor = compactor
+        self._usage: Usage | None = None
         self._messages: list[Message] = list(messages)
         self._next_id = max((m.id for m in self._messages), default=0) + 1
         self.turn = first_turn
@@ -153,8 +160,8 @@ class AgentLoop:
                     break
                 if isinstance(command, ProcessMessage) and envelope.token is not None:
                     self._turn(command.message, envelope.token)
-                elif isinstance(command, Compact):
-                    self._emit(StatusUpdate("compact", "nothing to compact"))
+                elif isinstance(command, Compact) and envelope.token is not None:
+                    self._compact_on_demand(envelope.token)
         finally:
             self.join_readers(timeout=1.0)
             self._events.put(CLOSED)
@@ -196,15 +203,55 @@ class AgentLoop:
         self._emit(Done(cancelled=reason in ("cancelled", "shutdown"), reason=reason))
 
     def _rounds(self, token: CancelToken) -> DoneReason:
-        for _ in range(self.max_rounds):
+        retried = False
+        rounds = 0
+        while rounds < self.max_rounds:
             token.check()
-            calls = self._stream_reply(token)
+            self._apply(self._compactor.ready() if self._compactor else None)
+            try:
+                calls = self._stream_reply(token)
+            except ProviderError as exc:
+                if exc.kind != "context_length" or retried or self._compactor is None:
+                    raise
+                retried = True  # compact and retry once
+                self._emit(StatusUpdate("compacting", "the context is too long"))
+                if not self._apply(self._compactor.compact_now(self._messages, token)):
+                    raise
+                continue
+            rounds += 1
             if not calls:
                 return "completed"
             self._run_tools(calls, token)
         token.check()
         self._emit(Error(kind="max_rounds", message=f"stopped after {self.max_rounds} rounds"))
         return "max_rounds"
+
+    # --- compaction ------------------------------------------------------------------
+
+    def _apply(self, view: CompactedView | None) -> bool:
+        """Swap the model's view to summary + tail (only ever between rounds)."""
+        if view is None:
+            return False
+        kept = [m for m in self._messages if m.id >= view.first_kept_id]
+        self._messages = [view.summary, *kept]
+        if isinstance(self._history, CompactionSink):
+            self._history.record_compaction(view)
+        self._emit(Compacted(before_tokens=view.before_tokens, after_tokens=view.after_tokens))
+        return True
+
+    def _compact_on_demand(self, token: CancelToken) -> None:
+        """`/compact`: answered by Compacted, or a StatusUpdate saying why not."""
+        try:
+            if self._compactor is None:
+                self._emit(StatusUpdate("compact", "compaction is not configured"))
+                return
+            self._emit(StatusUpdate("compacting", "on request"))
+            if not self._apply(self._compactor.compact_now(self._messages, token)):
+                self._emit(StatusUpdate("compact", "nothing to compact"))
+        except Cancelled:
+            self._emit(StatusUpdate("compact", "cancelled"))
+        finally:
+            self._handle.turn_finished(token)
 
     def _request(self) -> ProviderRequest:
         return ProviderRequest(
@@ -232,6 +279,7 @@ class AgentLoop:
         reader.start()
         builder = ReplyBuilder()
         calls: list[ToolCall] = []
+        self._usage = None
         try:
             self._pump(stream, token, builder, calls)
         except BaseException:
@@ -240,6 +288,8 @@ class AgentLoop:
         finally:
             unregister()
         self._keep(builder, interrupted=False)
+        if self._compactor is not None:
+            self._compactor.observe(self._messages, self._usage)
         return calls
 
     def _keep(self, builder: ReplyBuilder, *, interrupted: bool) -> None:
@@ -287,7 +337,10 @@ class AgentLoop:
             builder.reasoning_done(event.token)
         elif isinstance(event, ToolCallDone):
             calls.append(builder.tool_call(event.id, event.name, event.raw_args))
-        elif isinstance(event, Usage | StatusUpdate):
+        elif isinstance(event, Usage):
+            self._usage = event
+            self._emit(event)
+        elif isinstance(event, StatusUpdate):
             self._emit(event)
         elif isinstance(event, Stop) and event.reason == "max_tokens":
             self._emit(StatusUpdate("max_tokens", "the reply hit the output token limit"))

@@ -7,7 +7,7 @@ PromptSource. The kernel imports none of those implementations (invariant 7).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -206,3 +206,44 @@ class PromptSource(Protocol):
     """The system prompt for the next request (assembled fresh or cached by the source)."""
 
     def system_prompt(self) -> str: ...
+
+
+# --- compaction ----------------------------------------------------------------------
+
+
+class CompactedView(msgspec.Struct, frozen=True):
+    """A prepared compaction: the model's new view is `summary` followed by every message
+    of the current view from `first_kept_id` on (tool pairs kept whole). Nothing is
+    deleted: the store keeps the full history."""
+
+    summary: Message
+    first_kept_id: int
+    before_tokens: int
+    after_tokens: int
+
+
+@runtime_checkable
+class Compactor(Protocol):
+    """Follows token use and prepares summaries off the agent thread. The loop swaps
+    its view only at a round boundary, so a turn never sees its history change mid-way."""
+
+    def observe(self, view: Sequence[Message], usage: Usage | None) -> None:
+        """After each request: the view that was sent and what the provider reported."""
+        ...
+
+    def ready(self) -> CompactedView | None:
+        """A prepared compaction to apply now, if one is waiting."""
+        ...
+
+    def compact_now(self, view: Sequence[Message], cancel: CancelToken) -> CompactedView | None:
+        """Prepare a compaction and wait for it (`/compact`, or a context-length error);
+        None when there is nothing old enough to summarise."""
+        ...
+
+
+@runtime_checkable
+class CompactionSink(Protocol):
+    """A history sink that also records compactions (so a resumed session starts from
+    the compacted view)."""
+
+    def record_compaction(self, view: CompactedView) -> None: ...
