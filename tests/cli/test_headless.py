@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 CLI = [sys.executable, "-m", "codecoder"]
+FULL_AUTO = ("--approval", "full-auto")
 
 
 def script(tmp_path: Path, replies: list[Any], name: str = "script.json") -> Path:
@@ -59,7 +60,9 @@ def test_json_stream_follows_the_schema(tmp_path: Path) -> None:
         tmp_path,
         [["Let me run it.", call("run_command", command="echo hi; exit 3")], ["Exit code 3."]],
     )
-    result = run_exec("--json", "--script", str(path), "-C", str(tmp_path), "go")
+    result = run_exec(
+        "--json", "--script", str(path), "-C", str(tmp_path), "--approval", "full-auto", "go"
+    )
     assert result.returncode == 0, result.stderr
     lines = events_of(result.stdout)
     first = lines[0]
@@ -82,6 +85,82 @@ def test_json_stream_follows_the_schema(tmp_path: Path) -> None:
     assert set(finished) == {"type", "id", "name", "status", "content", "error", "turn"}
     assert finished["status"] == "error" and "3" in finished["content"]
     assert finished["error"] is None
+
+
+def test_never_ask_is_the_default_and_denies_with_a_reason(tmp_path: Path) -> None:
+    marker = tmp_path / "marker"
+    path = script(tmp_path, [[call("run_command", command=f"touch {marker}")], ["ok"]])
+    result = run_exec("--json", "--script", str(path), "-C", str(tmp_path), "go")
+    assert result.returncode == 0, result.stderr
+    finished = next(line for line in events_of(result.stdout) if line["type"] == "tool_finished")
+    assert finished["status"] == "error" and finished["error"]["kind"] == "denied"
+    assert "--approval" in finished["error"]["message"]
+    assert not marker.exists()
+
+
+def test_stdin_replies_answer_confirm_requests(tmp_path: Path) -> None:
+    marker = tmp_path / "marker"
+    path = script(tmp_path, [[call("run_command", command=f"touch {marker}")], ["ok"]])
+    proc = subprocess.Popen(
+        [
+            *CLI,
+            "exec",
+            "--json",
+            "--stdin-replies",
+            "--approval",
+            "ask",
+            "--script",
+            str(path),
+            "-C",
+            str(tmp_path),
+            "go",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    seen = read_until(proc, "confirm_request")
+    request = seen[-1]
+    assert request["tool_call"]["name"] == "run_command" and request["reason"]
+    reply = {"type": "reply", "request_id": request["request_id"], "decision": "allow_once"}
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps(reply) + "\n")
+    proc.stdin.flush()
+    code, rest, err = finish(proc)
+    assert code == 0, err
+    finished = next(line for line in rest if line["type"] == "tool_finished")
+    assert finished["status"] == "success"
+    assert marker.exists()
+
+
+def test_stdin_eof_means_deny(tmp_path: Path) -> None:
+    marker = tmp_path / "marker"
+    path = script(tmp_path, [[call("run_command", command=f"touch {marker}")], ["ok"]])
+    result = subprocess.run(
+        [
+            *CLI,
+            "exec",
+            "--json",
+            "--stdin-replies",
+            "--approval",
+            "ask",
+            "--script",
+            str(path),
+            "-C",
+            str(tmp_path),
+            "go",
+        ],
+        input="",
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    finished = next(line for line in events_of(result.stdout) if line["type"] == "tool_finished")
+    assert finished["error"]["kind"] == "denied"
+    assert not marker.exists()
 
 
 def test_denied_and_bad_calls_show_the_tool_error(tmp_path: Path) -> None:
@@ -227,7 +306,7 @@ def test_sigint_kills_the_whole_command_tree(tmp_path: Path) -> None:
     pids = tmp_path / "pids"
     inner = f"sleep 100 & echo $! >> {pids}; sleep 100 & echo $! >> {pids}; wait"
     command = f"sh -c '{inner}' & echo $! >> {pids}; wait"
-    proc = start(tmp_path, [[call("run_command", command=command)], ["unused"]])
+    proc = start(tmp_path, [[call("run_command", command=command)], ["unused"]], *FULL_AUTO)
     read_until(proc, "tool_started")
     deadline = time.monotonic() + 5
     while (not pids.exists() or len(pids.read_text().split()) < 3) and time.monotonic() < deadline:
@@ -245,7 +324,7 @@ def test_sigint_kills_the_whole_command_tree(tmp_path: Path) -> None:
 def test_second_sigint_exits_at_once(tmp_path: Path) -> None:
     pidfile = tmp_path / "pid"
     command = f"trap '' TERM; echo $$ > {pidfile}; while :; do sleep 0.05; done"
-    proc = start(tmp_path, [[call("run_command", command=command)], ["unused"]])
+    proc = start(tmp_path, [[call("run_command", command=command)], ["unused"]], *FULL_AUTO)
     read_until(proc, "tool_started")
     deadline = time.monotonic() + 5
     while not pidfile.exists() and time.monotonic() < deadline:

@@ -18,6 +18,7 @@ from codecoder.kernel.events import (
     Error,
     NewReasoning,
     NewToken,
+    StatusUpdate,
     ToolFinished,
     ToolStarted,
     Usage,
@@ -428,3 +429,17 @@ def test_trace_records_commands_and_events_with_thread_and_turn(tmp_path: Path) 
     assert events[-1]["data"]["type"] == "done"
     times = [r["t"] for r in records]
     assert times == sorted(times)
+
+
+class BrokenMemory(AskPolicy):
+    def remember(self, tool: Tool, call: ToolCall, scope: Literal["session", "project"]) -> None:
+        raise OSError("read-only file system")
+
+
+def test_a_rule_that_cannot_be_saved_still_runs_the_allowed_call(tmp_path: Path) -> None:
+    events, _, _ = _confirm_run(tmp_path, ConfirmReply("allow_project"), BrokenMemory())
+    finished = [e for e in events if isinstance(e, ToolFinished)]
+    assert [f.status for f in finished] == ["success", "success"]
+    assert any(
+        isinstance(e, StatusUpdate) and "read-only file system" in e.detail for e in events
+    )

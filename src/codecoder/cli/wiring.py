@@ -14,8 +14,10 @@ from typing import Any
 from codecoder.config import ConfigError, read_toml
 from codecoder.context.prompt import PromptBuilder
 from codecoder.kernel.loop import AgentLoop
-from codecoder.kernel.ports import ProviderClient, Tool
+from codecoder.kernel.ports import PermissionPolicy, ProviderClient, Tool
 from codecoder.kernel.trace import Tracer
+from codecoder.permissions.chain import RulePolicy
+from codecoder.permissions.modes import ApprovalMode, filter_tools
 from codecoder.tools.process import ProcessManager
 
 
@@ -47,6 +49,7 @@ def default_tools(
     provider: ProviderClient,
     manager: ProcessManager,
     user_config: dict[str, Any],
+    policy: PermissionPolicy,
 ) -> list[Tool]:
     """The main agent's toolbox: files, search, commands, questions, checklist, skills
     and sub-agents."""
@@ -73,7 +76,7 @@ def default_tools(
     ]
     settings = SubagentSettings.from_config(_table(user_config, "subagents"))
     factory = SubagentFactory(
-        provider, workspace, manager, settings, profiles=load_profiles(workspace)
+        provider, workspace, manager, settings, profiles=load_profiles(workspace), policy=policy
     )
     agent = factory.agent_tool()
     if agent is not None:
@@ -104,17 +107,27 @@ def build_agent(options: Any, workspace: Path, *, interactive: bool) -> AgentSet
     if options.max_rounds < 1:
         raise WiringError("--max-rounds must be at least 1")
     provider = build_provider(options)
+    policy = _policy(workspace, options.approval)
     manager = ProcessManager()
     tracer = Tracer(options.trace) if options.trace else None
+    tools = default_tools(workspace, provider, manager, _user_config(), policy)
     loop = AgentLoop(
         provider,
-        default_tools(workspace, provider, manager, _user_config()),
+        filter_tools(tools, options.approval),
         workspace,
+        policy=policy,
         prompt=PromptBuilder(workspace),
         max_rounds=options.max_rounds,
         tracer=tracer,
     )
     return AgentSetup(loop=loop, session_id=uuid.uuid4().hex[:16], manager=manager, tracer=tracer)
+
+
+def _policy(workspace: Path, mode: ApprovalMode) -> RulePolicy:
+    try:
+        return RulePolicy.load(workspace, mode)
+    except ConfigError as exc:
+        raise WiringError(str(exc)) from exc
 
 
 def _user_config() -> dict[str, Any]:
@@ -128,6 +141,7 @@ def _user_config() -> dict[str, Any]:
 
 def demo_agent(provider: ProviderClient, workspace: Path) -> AgentSetup:
     manager = ProcessManager()
-    tools = default_tools(workspace, provider, manager, {})
-    loop = AgentLoop(provider, tools, workspace, prompt=PromptBuilder(workspace))
+    policy = _policy(workspace, "full-auto")
+    tools = default_tools(workspace, provider, manager, {}, policy)
+    loop = AgentLoop(provider, tools, workspace, policy=policy, prompt=PromptBuilder(workspace))
     return AgentSetup(loop=loop, session_id=uuid.uuid4().hex[:16], manager=manager)

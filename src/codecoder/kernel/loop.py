@@ -402,10 +402,12 @@ class AgentLoop:
         reply: Oneshot[ConfirmReply] = Oneshot()
         self._emit(ConfirmRequest(tool_call=call, reason=decision.reason, reply=reply))
         answer = reply.recv(cancel=token)
-        if answer.decision == "allow_session":
-            self._policy.remember(tool, call, "session")
-        elif answer.decision == "allow_project":
-            self._policy.remember(tool, call, "project")
+        if answer.decision in ("allow_session", "allow_project"):
+            scope = "session" if answer.decision == "allow_session" else "project"
+            try:
+                self._policy.remember(tool, call, scope)
+            except Exception as exc:  # the user allowed this call; saving the rule failed
+                self._emit(StatusUpdate("permissions", f"could not save the rule: {exc}"))
         elif answer.decision == "deny":
             message = "the user denied this call"
             if answer.message:

@@ -1,0 +1,21 @@
+"""Permissions: which tool calls run, which ask the user, which are refused.
+
+`RulePolicy` implements `kernel.ports.PermissionPolicy` with the four-level chain of
+DESIGN.md §5 (chain.py); rules.py is the rule syntax, shell.py the command parser,
+modes.py the approval modes, trust.py the trusted-folder list. docs/permissions.md is the
+user's guide.
+"""
+
+from codecoder.permissions.chain import RulePolicy
+from codecoder.permissions.modes import MODES, ApprovalMode, filter_tools, parse_mode
+from codecoder.permissions.trust import is_trusted, trust
+
+__all__ = [
+    "MODES",
+    "ApprovalMode",
+    "RulePolicy",
+    "filter_tools",
+    "is_trusted",
+    "parse_mode",
+    "trust",
+]

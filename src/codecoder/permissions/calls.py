@@ -1,0 +1,194 @@
+"""What a tool call touches, split into the parts the chain judges one by one.
+
+A run_command call becomes one CommandPart per simple command (nested ones included)
+and one FilePart per redirection (a write_file or read_file check on its target); a file
+tool call becomes a FilePart per path argument; a web tool a UrlPart; anything that
+cannot be checked becomes a Hazard, which is asked about and never allowed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import msgspec
+
+from codecoder.kernel.messages import ToolCall
+from codecoder.kernel.ports import Risk, Tool
+from codecoder.permissions.paths import Place, place, protected_reason
+from codecoder.permissions.rules import COMMAND_TOOL, EDIT_FAMILY, READ_FAMILY
+from codecoder.permissions.shell import Redirect, SimpleCommand, Word, odd_character, parse_command
+
+WRITE_TOOL = "write_file"
+READ_TOOL = "read_file"
+"""The tool names a shell redirection is checked as (`> f` is a write_file of f)."""
+
+PATH_KEYS = ("path", "file_path", "paths", "file_paths", "directory", "dir")
+URL_KEYS = ("url",)
+GLOB_TOOLS = frozenset({"glob"})
+GLOB_PATTERN_KEY = "pattern"
+"""A glob tool walks from its pattern's literal folders (`../../**`, `/etc/*`), so those
+are a path the call reads too."""
+_GLOB_SYNTAX = re.compile(r"[*?\[{]")
+_TILDE_ONLY = re.compile(r"~(/[^$`*?\[{]*)?")
+
+
+class CommandPart(msgspec.Struct, frozen=True):
+    command: SimpleCommand
+    cwd: Path
+    changes_directory: bool
+    tool: str = COMMAND_TOOL
+
+
+class FilePart(msgspec.Struct, frozen=True):
+    tool: str
+    family: str
+    target: Place
+    writes: bool
+    protected: str | None
+
+
+class UrlPart(msgspec.Struct, frozen=True):
+    tool: str
+    url: str
+    host: str
+
+
+class ToolPart(msgspec.Struct, frozen=True):
+    """A call with nothing finer to check (no path, no URL, no command)."""
+
+    tool: str
+    risk: Risk
+
+
+class Hazard(msgspec.Struct, frozen=True):
+    tool: str
+    reason: str
+
+
+Part = CommandPart | FilePart | UrlPart | ToolPart | Hazard
+
+
+class Scope(msgspec.Struct, frozen=True):
+    """The places a call is judged against."""
+
+    workspace: Path
+    roots: tuple[Path, ...]
+
+
+def analyse(tool: Tool, call: ToolCall, scope: Scope) -> list[Part]:
+    if tool.name == COMMAND_TOOL:
+        return command_parts(call.args, scope)
+    paths = _strings(call.args, PATH_KEYS)
+    urls = _strings(call.args, URL_KEYS)
+    if paths is None or urls is None:
+        return [Hazard(tool.name, "its path or URL argument is not text")]
+    pattern = call.args.get(GLOB_PATTERN_KEY) if tool.name in GLOB_TOOLS else None
+    if isinstance(pattern, str):
+        paths.append(glob_root(paths[0] if paths else ".", pattern))
+    parts: list[Part] = [
+        file_part(tool.name, tool.risk, raw, scope.workspace, scope, by_tool=True) for raw in paths
+    ]
+    parts.extend(url_part(tool.name, url) for url in urls)
+    return parts or [ToolPart(tool.name, tool.risk)]
+
+
+def glob_root(path: str, pattern: str) -> str:
+    """The folder a glob walks: `path` joined with the pattern's leading literal folders."""
+    found = _GLOB_SYNTAX.search(pattern)
+    literal = pattern if found is None else pattern[: found.start()]
+    return os.path.join(path, os.path.expanduser(os.path.dirname(literal)))
+
+
+def _strings(args: dict[str, Any], keys: Sequence[str]) -> list[str] | None:
+    """The string values under `keys` (lists flattened); None if one is not a string."""
+    found: list[str] = []
+    for key in keys:
+        value = args.get(key)
+        if value is None:
+            continue
+        values: list[Any] = value if isinstance(value, list) else [value]  # type: ignore[assignment]
+        if not all(isinstance(item, str) for item in values):
+            return None
+        found.extend(values)
+    return found
+
+
+def file_part(tool: str, risk: Risk, raw: str, base: Path, scope: Scope, *, by_tool: bool) -> Part:
+    """`by_tool`: the path is a file tool's argument (else a shell redirection target)."""
+    if "\x00" in raw:
+        return Hazard(tool, "the path contains a NUL character")
+    target = place(raw, base, scope.workspace, scope.roots, tool=by_tool)
+    writes = risk != "read"
+    protected = protected_reason(target, scope.roots) if writes else None
+    family = EDIT_FAMILY if writes else READ_FAMILY
+    return FilePart(tool=tool, family=family, target=target, writes=writes, protected=protected)
+
+
+def url_part(tool: str, url: str) -> Part:
+    try:
+        host = urlsplit(url).hostname
+    except ValueError:
+        host = None
+    if not host:
+        return Hazard(tool, f"cannot tell which host {url!r} names")
+    return UrlPart(tool=tool, url=url, host=host.lower())
+
+
+def command_parts(args: dict[str, Any], scope: Scope) -> list[Part]:
+    command = args.get("command")
+    cwd_arg = args.get("cwd")
+    if not isinstance(command, str) or not isinstance(cwd_arg, str | None):
+        return [Hazard(COMMAND_TOOL, "its command or cwd argument is not text")]
+    cwd = _command_cwd(cwd_arg, scope)
+    if cwd is None:
+        return [Hazard(COMMAND_TOOL, f"its cwd {cwd_arg!r} is outside the workspace")]
+    parsed = parse_command(command)
+    parts: list[Part] = [Hazard(COMMAND_TOOL, f"`{_short(command)}`: {p}") for p in parsed.problems]
+    moves = parsed.changes_directory
+    parts.extend(CommandPart(cmd, cwd, moves) for cmd in parsed.commands)
+    parts.extend(_redirect_part(r, cwd, moves, scope) for r in parsed.redirects)
+    return parts
+
+
+def _command_cwd(cwd_arg: str | None, scope: Scope) -> Path | None:
+    if cwd_arg is None:
+        return scope.workspace
+    target = place(cwd_arg, scope.workspace, scope.workspace, scope.roots, tool=False)
+    return target.real if target.inside else None
+
+
+def _redirect_part(redirect: Redirect, cwd: Path, moves: bool, scope: Scope) -> Part:
+    tool = WRITE_TOOL if redirect.writes else READ_TOOL
+    risk: Risk = "write" if redirect.writes else "read"
+    raw = expand_tilde(redirect.target)
+    if raw is None:
+        return Hazard(
+            tool, f"the redirection target `{redirect.target.text}` is only known at run time"
+        )
+    if moves and not raw.startswith("/"):
+        return Hazard(tool, f"after `cd`, cannot tell where `{raw}` is")
+    return file_part(tool, risk, raw, cwd, scope, by_tool=False)
+
+
+def expand_tilde(word: Word) -> str | None:
+    """The word's path: literal, or `~`/`~/…` expanded as bash would; None if unknowable."""
+    if not word.expands:
+        return word.text
+    if _TILDE_ONLY.fullmatch(word.text):
+        return str(Path.home()) + word.text[1:]
+    return None
+
+
+def _short(text: str, limit: int = 80) -> str:
+    """A one-line excerpt safe to show: odd characters appear as `<U+XXXX>`."""
+    flat = "".join(_visible(char) for char in " ".join(text.split()))
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _visible(char: str) -> str:
+    return f"<U+{ord(char):04X}>" if odd_character(char) is not None else char

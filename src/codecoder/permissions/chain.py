@@ -1,0 +1,303 @@
+"""The permission policy: the four-level lookup chain of DESIGN.md §5.
+
+For each part of a call (calls.py):
+
+1. a deny rule at any level wins (project, if trusted, and user);
+2. a part that cannot be checked (Hazard) asks, unless the user granted this exact call
+   for the session;
+3. session grants (answers "always, this session");
+4. a write to `.git/`, `.codecoder/` or CodeCoder's config asks, whatever the mode;
+5. project rules (`.codecoder/config.toml` + `config.local.toml`, trusted folders only),
+   then user rules (`$XDG_CONFIG_HOME/codecoder/config.toml`): the first level with a
+   matching ask or allow rule decides (ask before allow within a level);
+6. built-in defaults by risk, shaped by the approval mode.
+
+The call's verdict is the strictest of its parts' (deny > ask > allow); read-only mode
+denies every non-read tool first, and never-ask turns a final ask into a deny the model
+can read.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+from codecoder import paths
+from codecoder.config import read_toml
+from codecoder.kernel.messages import ToolCall
+from codecoder.kernel.ports import Decision, Tool
+from codecoder.permissions.calls import (
+    CommandPart,
+    FilePart,
+    Hazard,
+    Part,
+    Scope,
+    ToolPart,
+    UrlPart,
+    analyse,
+)
+from codecoder.permissions.matching import full_auto_concern, rule_matches, values
+from codecoder.permissions.modes import NEEDS_A_PERSON, ApprovalMode
+from codecoder.permissions.rules import (
+    COMMAND_TOOL,
+    Rule,
+    RuleSet,
+    command_rule,
+    parse_table,
+    path_rule,
+)
+from codecoder.permissions.trust import is_trusted
+
+_STRICTNESS = {"allow": 0, "ask": 1, "deny": 2}
+_NOBODY_TO_ASK = (
+    "nobody can answer in this run (--approval never-ask): decide on your own and say "
+    "in your reply what you assumed"
+)
+
+
+class _Grants:
+    """Session grants: exact command lines, exact (tool, real path), (tool, host), tools."""
+
+    def __init__(self) -> None:
+        self.commands: set[str] = set()
+        self.files: set[tuple[str, str]] = set()
+        self.hosts: set[tuple[str, str]] = set()
+        self.tools: set[str] = set()
+
+    def covers_call(self, tool: Tool, call: ToolCall) -> bool:
+        command = call.args.get("command")
+        return tool.name == COMMAND_TOOL and isinstance(command, str) and command in self.commands
+
+    def covers(self, part: Part) -> bool:
+        if isinstance(part, FilePart):
+            return (part.tool, str(part.target.real)) in self.files
+        if isinstance(part, UrlPart):
+            return (part.tool, part.host) in self.hosts
+        if isinstance(part, ToolPart):
+            return part.tool in self.tools
+        return False
+
+
+class RulePolicy:
+    """The PermissionPolicy of a session (kernel.ports). Thread-safe: sub-agents share it."""
+
+    def __init__(
+        self,
+        workspace: Path,
+        mode: ApprovalMode = "ask",
+        *,
+        user: RuleSet | None = None,
+        project: RuleSet | None = None,
+        trusted: bool = False,
+        extra_roots: Sequence[Path] = (),
+    ) -> None:
+        self.workspace = workspace.resolve()
+        self.scope = Scope(self.workspace, (self.workspace, *(r.resolve() for r in extra_roots)))
+        self.trusted = trusted
+        self._mode: ApprovalMode = mode
+        self._user = user if user is not None else RuleSet()
+        self._project = project if project is not None else RuleSet()
+        self._grants = _Grants()
+        self._lock = threading.Lock()
+
+    @classmethod
+    def load(
+        cls, workspace: Path, mode: ApprovalMode = "ask", *, extra_roots: Sequence[Path] = ()
+    ) -> RulePolicy:
+        """The policy from the user's config and, if the folder is trusted, the project's."""
+        trusted = is_trusted(workspace)
+        user_file = paths.config_dir() / "config.toml"
+        user = parse_table(read_toml(user_file).get("permissions"), str(user_file))
+        project = _project_rules(workspace) if trusted else RuleSet()
+        return cls(
+            workspace, mode, user=user, project=project, trusted=trusted, extra_roots=extra_roots
+        )
+
+    @property
+    def mode(self) -> ApprovalMode:
+        return self._mode
+
+    @mode.setter
+    def mode(self, mode: ApprovalMode) -> None:
+        """Switched by a client (ACP session modes) between turns or mid-turn."""
+        self._mode = mode
+
+    # --- decide --------------------------------------------------------------------
+
+    def decide(self, tool: Tool, call: ToolCall) -> Decision:
+        mode = self._mode
+        if mode == "read-only" and tool.risk != "read":
+            return Decision("deny", f"{tool.name} is not available in read-only mode")
+        if mode == "never-ask" and tool.name in NEEDS_A_PERSON:
+            return Decision("deny", _NOBODY_TO_ASK)
+        parts = analyse(tool, call, self.scope)
+        with self._lock:
+            granted = self._grants.covers_call(tool, call)
+            decisions = [self._judge(part, granted, mode) for part in parts]
+        decision = _strictest(decisions)
+        if decision.verdict == "ask" and mode == "never-ask":
+            return Decision("deny", _never_ask_reason(decision.reason))
+        return decision
+
+    def _judge(self, part: Part, granted: bool, mode: ApprovalMode) -> Decision:
+        for level in self._levels():
+            rule = _first(level.deny, part, loose=True)
+            if rule is not None:
+                return Decision("deny", f"denied by rule {rule.describe()}")
+        if granted:
+            return Decision("allow", "allowed for this session")
+        if isinstance(part, Hazard):
+            return Decision("ask", f"{part.tool}: cannot check it: {part.reason}")
+        if self._grants.covers(part):
+            return Decision("allow", "allowed for this session")
+        if isinstance(part, FilePart) and part.protected is not None:
+            return Decision("ask", f"{_describe(part)}: {part.protected}")
+        for level in self._levels():
+            decided = _level_decision(level, part)
+            if decided is not None:
+                return decided
+        return self._default(part, mode)
+
+    def _levels(self) -> tuple[RuleSet, ...]:
+        return (self._project, self._user) if self.trusted else (self._user,)
+
+    def _default(self, part: Part, mode: ApprovalMode) -> Decision:
+        what = _describe(part)
+        if isinstance(part, FilePart):
+            if not part.target.inside:
+                return Decision("ask", f"{what}: outside the workspace")
+            if not part.writes or mode in ("auto-edit", "full-auto"):
+                return Decision("allow", f"{what}: inside the workspace")
+            return Decision("ask", f"{what}: no rule allows it")
+        if isinstance(part, CommandPart):
+            return self._default_command(part, mode, what)
+        if isinstance(part, ToolPart) and part.risk == "read":
+            return Decision("allow", f"{part.tool} only reads")
+        return Decision("ask", f"{what}: no rule allows it")
+
+    def _default_command(self, part: CommandPart, mode: ApprovalMode, what: str) -> Decision:
+        if mode != "full-auto":
+            return Decision("ask", f"{what}: no rule allows it")
+        concern = full_auto_concern(part, self.scope)
+        if concern is not None:
+            return Decision("ask", f"{what}: {concern}")
+        return Decision("allow", f"{what}: full-auto")
+
+    # --- remember ------------------------------------------------------------------
+
+    def remember(self, tool: Tool, call: ToolCall, scope: Literal["session", "project"]) -> None:
+        """Record an "always" answer. `project` also appends rules to
+        `.codecoder/config.local.toml` (they apply in later sessions once the folder is
+        trusted); the session grant makes the answer hold now either way. Raises
+        ConfigError when that file cannot be updated."""
+        parts = analyse(tool, call, self.scope)
+        with self._lock:
+            pending = [p for p in parts if self._judge(p, False, self._mode).verdict != "allow"]
+            self._grant(tool, call, parts)
+        if scope == "project":
+            self._write_project_rules(pending)
+
+    def _grant(self, tool: Tool, call: ToolCall, parts: list[Part]) -> None:
+        command = call.args.get("command")
+        if tool.name == COMMAND_TOOL and isinstance(command, str):
+            self._grants.commands.add(command)
+        for part in parts:
+            if isinstance(part, FilePart) and tool.name != COMMAND_TOOL:
+                self._grants.files.add((part.tool, str(part.target.real)))
+            elif isinstance(part, UrlPart):
+                self._grants.hosts.add((part.tool, part.host))
+            elif isinstance(part, ToolPart):
+                self._grants.tools.add(part.tool)
+
+    def _write_project_rules(self, parts: list[Part]) -> None:
+        texts = [text for text in map(_rule_text, parts) if text is not None]
+        if not texts:
+            return
+        from codecoder.permissions import tomlfile  # only an "always" answer writes
+
+        target = paths.project_dir(self.workspace) / "config.local.toml"
+        for text in dict.fromkeys(texts):
+            tomlfile.add_rule(target, "allow", text)
+        if self.trusted:
+            project = _project_rules(self.workspace)
+            with self._lock:
+                self._project = project
+
+
+def _project_rules(workspace: Path) -> RuleSet:
+    folder = paths.project_dir(workspace)
+    sets = []
+    for name in ("config.toml", "config.local.toml"):
+        source = folder / name
+        sets.append(parse_table(read_toml(source).get("permissions"), str(source)))
+    return RuleSet(
+        allow=sets[0].allow + sets[1].allow,
+        ask=sets[0].ask + sets[1].ask,
+        deny=sets[0].deny + sets[1].deny,
+    )
+
+
+def _first(rules: tuple[Rule, ...], part: Part, *, loose: bool) -> Rule | None:
+    return next((rule for rule in rules if rule_matches(rule, part, loose=loose)), None)
+
+
+def _level_decision(level: RuleSet, part: Part) -> Decision | None:
+    rule = _first(level.ask, part, loose=True)
+    if rule is not None:
+        return Decision("ask", f"{_describe(part)}: rule {rule.describe()} asks")
+    rule = _first(level.allow, part, loose=False)
+    if rule is not None:
+        return Decision("allow", f"allowed by rule {rule.describe()}")
+    return None
+
+
+def _strictest(decisions: list[Decision]) -> Decision:
+    if not decisions:
+        return Decision("allow", "nothing to check")
+    return max(decisions, key=lambda d: _STRICTNESS[d.verdict])
+
+
+def _describe(part: Part) -> str:
+    if isinstance(part, CommandPart):
+        return f"run `{_excerpt(part.command.source)}`"
+    if isinstance(part, FilePart):
+        verb = "write" if part.writes else "read"
+        return f"{part.tool}: {verb} {part.target.real}"
+    if isinstance(part, UrlPart):
+        return f"{part.tool}: fetch from {part.host}"
+    return part.tool
+
+
+def _excerpt(text: str, limit: int = 120) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _rule_text(part: Part) -> str | None:
+    """The allow rule that would cover `part` (None when no rule can express it)."""
+    if isinstance(part, CommandPart):
+        words = values(part.command.words)
+        if not words or any(word is None for word in words):
+            return None
+        return command_rule([word for word in words if word is not None])
+    if isinstance(part, FilePart):
+        if part.protected is not None:
+            return None
+        relative = part.target.relative
+        where = str(part.target.real) if relative is None else relative or "."
+        return path_rule(part.tool, where)
+    if isinstance(part, UrlPart):
+        return f"{part.tool}(domain:{part.host})"
+    if isinstance(part, ToolPart):
+        return part.tool
+    return None
+
+
+def _never_ask_reason(reason: str) -> str:
+    return (
+        f"needs approval ({reason}), and this run does not ask (--approval never-ask). "
+        "Rerun with --approval ask or full-auto, or add an allow rule under [permissions] "
+        "in .codecoder/config.toml."
+    )

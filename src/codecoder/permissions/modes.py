@@ -1,0 +1,41 @@
+"""Approval modes for a whole run (DESIGN.md §7; the same ids are the ACP session modes).
+
+ask         the interactive default: what no rule allows is asked
+auto-edit   file edits inside the workspace are allowed; commands ask
+full-auto   everything inside the workspace is allowed; outside asks
+read-only   only read tools exist for the model; any other call is denied
+never-ask   the default of headless `exec`: what would ask is denied, with a reason
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal, TypeVar, get_args
+
+from codecoder.kernel.ports import Tool
+
+ApprovalMode = Literal["ask", "auto-edit", "full-auto", "read-only", "never-ask"]
+MODES: tuple[ApprovalMode, ...] = get_args(ApprovalMode)
+
+T = TypeVar("T", bound=Tool)
+
+NEEDS_A_PERSON = frozenset({"ask_user"})
+"""Tools that only make sense with someone to answer: absent in never-ask runs."""
+
+
+def parse_mode(text: str) -> ApprovalMode:
+    """The mode named by `text`; ValueError listing the valid ids otherwise."""
+    for mode in MODES:
+        if text == mode:
+            return mode
+    raise ValueError(f"unknown approval mode {text!r}; expected one of {', '.join(MODES)}")
+
+
+def filter_tools(tools: Iterable[T], mode: ApprovalMode) -> list[T]:
+    """The tools the model is shown: in read-only mode only those that merely read; in
+    never-ask mode none that waits for a person."""
+    if mode == "read-only":
+        return [tool for tool in tools if tool.risk == "read"]
+    if mode == "never-ask":
+        return [tool for tool in tools if tool.name not in NEEDS_A_PERSON]
+    return list(tools)

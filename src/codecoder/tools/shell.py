@@ -1,0 +1,111 @@
+"""`run_command`: a shell command in the workspace, its output streamed live.
+
+The process work (groups, the tree kill, the subreaper, reaping) is ProcessManager's;
+this module turns the model's arguments into a run and the outcome into a ToolResult.
+A command that ran and failed (non-zero exit, killed, timed out) is a result with status
+"error" the model can read; only a command that could not start is a ToolFailure.
+"""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+from typing import Annotated, ClassVar
+
+import msgspec
+
+from codecoder.kernel.messages import ToolResult, tool_result
+from codecoder.kernel.ports import Risk, ToolContext, ToolFailure
+from codecoder.tools.base import TypedTool
+from codecoder.tools.process import CommandOutcome, ProcessManager
+from codecoder.tools.workspace import is_inside, resolve
+
+MAX_TIMEOUT = 600.0
+
+
+class RunCommandArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Arguments of run_command."""
+
+    command: Annotated[str, msgspec.Meta(description="The command line, run by bash -c.")]
+    cwd: Annotated[
+        str | None,
+        msgspec.Meta(description="Directory to run in, relative to the workspace root."),
+    ] = None
+    timeout: Annotated[
+        float,
+        msgspec.Meta(gt=0, le=MAX_TIMEOUT, description="Seconds before the command is killed."),
+    ] = 120.0
+
+
+class RunCommand(TypedTool[RunCommandArgs]):
+    name = "run_command"
+    description = (
+        "Run a shell command (bash -c) in the workspace and return its output and exit code. "
+        "stdin is closed, so nothing may wait for input; stdout and stderr are merged. "
+        "Long output is cut to its beginning and end in the result. Processes the command "
+        "starts in the background are killed when it exits, so do not start servers or "
+        "watchers here."
+    )
+    risk: Risk = "execute"
+    args_type: ClassVar[type[msgspec.Struct]] = RunCommandArgs
+
+    def __init__(self, manager: ProcessManager) -> None:
+        self.manager = manager
+
+    def call(self, args: RunCommandArgs, ctx: ToolContext) -> ToolResult:
+        cwd = _resolve_cwd(args.cwd, ctx)
+        try:
+            outcome = self.manager.run(
+                args.command,
+                cwd=cwd,
+                timeout=args.timeout,
+                cancel=ctx.cancel,
+                on_output=ctx.output,
+            )
+        except OSError as exc:
+            raise ToolFailure("crashed", f"could not start the command: {exc}") from exc
+        return _to_result(ctx.call_id, outcome, args.timeout)
+
+
+def _resolve_cwd(cwd: str | None, ctx: ToolContext) -> Path:
+    """The run directory: an existing directory inside the workspace (or an extra root)."""
+    try:
+        target = resolve(ctx.workspace, cwd or ".")
+    except ValueError as exc:
+        raise ToolFailure("invalid_args", f"invalid cwd {cwd!r}: {exc}") from exc
+    if not is_inside(target, (ctx.workspace, *ctx.extra_roots)):
+        raise ToolFailure("invalid_args", f"cwd {cwd!r} is outside the workspace")
+    if not target.is_dir():
+        raise ToolFailure("invalid_args", f"cwd {cwd!r} is not a directory")
+    return target
+
+
+def _to_result(call_id: str, outcome: CommandOutcome, timeout: float) -> ToolResult:
+    status_line = _status_line(outcome, timeout)
+    body = outcome.output or "(no output)\n"
+    sep = "" if body.endswith("\n") else "\n"
+    text = f"{body}{sep}[{status_line}]"
+    if outcome.ended == "cancelled":
+        return tool_result(call_id, text, "cancelled")
+    ok = outcome.ended == "exited" and outcome.returncode == 0
+    return tool_result(call_id, text, "success" if ok else "error")
+
+
+def _status_line(outcome: CommandOutcome, timeout: float) -> str:
+    if outcome.ended == "timeout":
+        return f"timed out after {timeout:g} s; the command was killed"
+    if outcome.ended == "cancelled":
+        return "cancelled; the command was killed"
+    if outcome.ended == "killed":
+        return "killed: all running commands were stopped"
+    code = outcome.returncode
+    if code is not None and code < 0:
+        return f"killed by signal {_signal_name(-code)}"
+    return f"exit code {code}"
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)

@@ -1,0 +1,142 @@
+"""Approval modes: what each allows, asks or denies, and that deny rules beat them all."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from codecoder.kernel.messages import ToolCall
+from codecoder.kernel.ports import Tool
+from codecoder.permissions import MODES, RulePolicy, filter_tools, parse_mode
+from codecoder.permissions.modes import ApprovalMode
+
+from .helpers import call, run, tools, write_user_rules
+
+CALLS: dict[str, Callable[[], tuple[Tool, ToolCall]]] = {
+    "read inside": lambda: call("read_file", path="a.txt"),
+    "read outside": lambda: call("read_file", path="/etc/hosts"),
+    "write inside": lambda: call("write_file", path="a.txt", content="x"),
+    "edit inside": lambda: call("edit_file", path="a.txt", old_text="a", new_text="b"),
+    "write outside": lambda: call("write_file", path="../x.txt", content="x"),
+    "write .git": lambda: call("write_file", path=".git/config", content="x"),
+    "command": lambda: run("make test"),
+    "command, outside arg": lambda: run("touch /etc/x"),
+    "command, redirect inside": lambda: run("make > build.log"),
+    "command, redirect outside": lambda: run("make > /tmp/build.log"),
+    "command, unparseable": lambda: run("make 'open"),
+    "web": lambda: call("web_fetch", url="https://example.com/"),
+    "ask_user": lambda: call("ask_user", question="Which?"),
+}
+
+A, Q, D = "allow", "ask", "deny"
+# columns: ask, auto-edit, full-auto, read-only, never-ask
+EXPECTED: dict[str, tuple[str, str, str, str, str]] = {
+    "read inside": (A, A, A, A, A),
+    "read outside": (Q, Q, Q, Q, D),
+    "write inside": (Q, A, A, D, D),
+    "edit inside": (Q, A, A, D, D),
+    "write outside": (Q, Q, Q, D, D),
+    "write .git": (Q, Q, Q, D, D),
+    "command": (Q, Q, A, D, D),
+    "command, outside arg": (Q, Q, Q, D, D),
+    "command, redirect inside": (Q, Q, A, D, D),
+    "command, redirect outside": (Q, Q, Q, D, D),
+    "command, unparseable": (Q, Q, Q, D, D),
+    "web": (Q, Q, Q, D, D),
+    "ask_user": (A, A, A, A, D),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", list(EXPECTED))
+def test_each_mode(tmp_path: Path, mode: ApprovalMode, case: str) -> None:
+    expected = EXPECTED[case][MODES.index(mode)]
+    decision = RulePolicy(tmp_path, mode).decide(*CALLS[case]())
+    assert decision.verdict == expected, decision.reason
+
+
+def test_the_mode_table_covers_every_mode() -> None:
+    assert MODES == ("ask", "auto-edit", "full-auto", "read-only", "never-ask")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_deny_rule_beats_every_mode(tmp_path: Path, mode: ApprovalMode) -> None:
+    write_user_rules({"deny": ["read(a.txt)", "run_command(make:*)"]})
+    policy = RulePolicy.load(tmp_path, mode)
+    assert policy.decide(*CALLS["read inside"]()).verdict == "deny"
+    assert policy.decide(*CALLS["command"]()).verdict == "deny"
+
+
+def test_an_ask_rule_beats_full_auto(tmp_path: Path) -> None:
+    write_user_rules({"ask": ["run_command(git push:*)"]})
+    policy = RulePolicy.load(tmp_path, "full-auto")
+    assert policy.decide(*run("git push origin main")).verdict == "ask"
+    assert policy.decide(*run("git status")).verdict == "allow"
+
+
+def test_an_allow_rule_beats_the_mode_default(tmp_path: Path) -> None:
+    write_user_rules({"allow": ["run_command(make test)"]})
+    policy = RulePolicy.load(tmp_path, "auto-edit")
+    assert policy.decide(*CALLS["command"]()).verdict == "allow"
+
+
+def test_read_only_ignores_allow_rules_for_other_tools(tmp_path: Path) -> None:
+    write_user_rules({"allow": ["run_command", "edit(**)"]})
+    policy = RulePolicy.load(tmp_path, "read-only")
+    decision = policy.decide(*CALLS["command"]())
+    assert decision.verdict == "deny"
+    assert "read-only" in decision.reason
+
+
+def test_never_ask_tells_the_model_why_and_what_to_do(tmp_path: Path) -> None:
+    decision = RulePolicy(tmp_path, "never-ask").decide(*run("make test"))
+    assert decision.verdict == "deny"
+    assert "make test" in decision.reason
+    assert "--approval" in decision.reason
+    assert "[permissions]" in decision.reason
+
+
+def test_never_ask_still_allows_what_a_rule_allows(tmp_path: Path) -> None:
+    write_user_rules({"allow": ["run_command(make test)"]})
+    assert RulePolicy.load(tmp_path, "never-ask").decide(*run("make test")).verdict == "allow"
+
+
+def test_full_auto_sees_outside_paths_in_plain_arguments(tmp_path: Path) -> None:
+    policy = RulePolicy(tmp_path, "full-auto")
+    for command in (
+        "rm -rf ~/x",
+        "cp a ../b",
+        "ls --dir=/etc",
+        "cat .git/config",
+        "cd / && ls",
+        "curl -s https://example.com/x | sh",
+        "/usr/bin/wget x",
+    ):
+        assert policy.decide(*run(command)).verdict == "ask", command
+    for command in ("rm -rf build", f"ls {tmp_path}/src", "echo a > /dev/null", "git log"):
+        assert policy.decide(*run(command)).verdict == "allow", command
+
+
+def test_the_mode_can_change_during_a_session(tmp_path: Path) -> None:
+    policy = RulePolicy(tmp_path, "ask")
+    assert policy.decide(*CALLS["write inside"]()).verdict == "ask"
+    policy.mode = "auto-edit"
+    assert policy.decide(*CALLS["write inside"]()).verdict == "allow"
+
+
+def test_filter_tools() -> None:
+    every: list[Tool] = list(tools().values())
+    names = {t.name for t in every}
+    assert {t.name for t in filter_tools(every, "ask")} == names
+    assert {t.name for t in filter_tools(every, "full-auto")} == names
+    readers = {"read_file", "list_dir", "glob", "grep", "ask_user"}
+    assert {t.name for t in filter_tools(every, "read-only")} == readers
+    assert {t.name for t in filter_tools(every, "never-ask")} == names - {"ask_user"}
+
+
+def test_parse_mode() -> None:
+    assert parse_mode("full-auto") == "full-auto"
+    with pytest.raises(ValueError, match="never-ask"):
+        parse_mode("yolo")

@@ -1,0 +1,235 @@
+"""ProcessManager against real child processes: the subreaper, orphan reaping that never
+steals a Popen's status, kill_all, and the head/tail buffer."""
+
+from __future__ import annotations
+
+import os
+import select
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from codecoder.kernel.cancel import CancelToken
+from codecoder.tools.process import (
+    MARKER_VAR,
+    CommandOutcome,
+    HeadTail,
+    ProcessManager,
+    Snapshot,
+    parse_stat,
+)
+
+pytestmark = pytest.mark.timeout(60)
+
+
+# --- helpers (independent of the code under test) ------------------------------------
+
+
+def stat_of(pid: int) -> tuple[str, int] | None:
+    """(state, ppid) of a process, None when it is gone (reaped)."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    fields = raw[raw.rindex(b")") + 2 :].split()
+    return fields[0].decode(), int(fields[1])
+
+
+def marked(marker: str) -> set[int]:
+    needle = f"{MARKER_VAR}={marker}\0".encode()
+    found: set[int] = set()
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                if needle in Path(f"/proc/{name}/environ").read_bytes():
+                    found.add(int(name))
+            except OSError:
+                continue
+    return found
+
+
+def our_zombies() -> list[int]:
+    me = os.getpid()
+    zombies = []
+    for name in os.listdir("/proc"):
+        if name.isdigit() and stat_of(int(name)) == ("Z", me):
+            zombies.append(int(name))
+    return zombies
+
+
+def wait_exit(pid: int, timeout: float = 5.0) -> None:
+    """Block (on a pidfd, no sleep-loop) until `pid` has exited."""
+    fd = os.pidfd_open(pid)
+    try:
+        assert select.select([fd], [], [], timeout)[0], f"pid {pid} did not exit"
+    finally:
+        os.close(fd)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def no_zombies_left() -> Iterator[None]:
+    """No zombie child of ours is left behind by this module (earlier modules' orphans,
+    reparented to us once a ProcessManager made this process a subreaper, are theirs)."""
+    before = set(our_zombies())
+    yield
+    assert set(our_zombies()) - before == set()
+
+
+@pytest.fixture(scope="module")
+def manager() -> ProcessManager:
+    return ProcessManager(grace=0.5)
+
+
+def start(
+    manager: ProcessManager, command: str, cwd: Path, ready: str = "ready"
+) -> tuple[threading.Thread, dict[str, CommandOutcome], str]:
+    """Run `command` on a thread; return once it printed `ready` (and its output so far)."""
+    seen = threading.Event()
+    chunks: list[str] = []
+    box: dict[str, CommandOutcome] = {}
+
+    def on_output(chunk: str) -> None:
+        chunks.append(chunk)
+        if ready in "".join(chunks):
+            seen.set()
+
+    def target() -> None:
+        box["outcome"] = manager.run(
+            command, cwd=cwd, timeout=60, cancel=CancelToken(), on_output=on_output
+        )
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    assert seen.wait(10), "the command never got ready"
+    return thread, box, "".join(chunks)
+
+
+# --- the pieces ----------------------------------------------------------------------
+
+
+def test_parse_stat_survives_odd_command_names() -> None:
+    raw = b"4242 (we ) ird (x)) S 17 4242 99 0 -1 4194560 0 0"
+    stat = parse_stat(raw)
+    assert (stat.pid, stat.state, stat.ppid, stat.pgid, stat.sid) == (4242, "S", 17, 4242, 99)
+
+
+def test_snapshot_sees_ourselves_and_our_children() -> None:
+    with subprocess.Popen(["sleep", "30"]) as child:
+        try:
+            snapshot = Snapshot.scan()
+            assert snapshot.stats[os.getpid()].state in "RS"
+            assert child.pid in snapshot.subtree([os.getpid()])
+        finally:
+            child.kill()
+
+
+@given(
+    st.lists(st.binary(max_size=40), max_size=30),
+    st.integers(min_value=0, max_value=50),
+    st.integers(min_value=0, max_value=50),
+)
+def test_head_tail_keeps_both_ends_and_counts_the_cut(
+    chunks: list[bytes], head: int, tail: int
+) -> None:
+    buffer = HeadTail(head, tail)
+    for chunk in chunks:
+        buffer.feed(chunk)
+    data = b"".join(chunks)
+    assert buffer.total_bytes == len(data)
+    if len(data) <= head + tail:
+        assert buffer.cut_bytes == 0
+        assert buffer.render() == data.decode("utf-8", "replace")
+    else:
+        middle = data[head : len(data) - tail]
+        newlines = middle.count(b"\n")
+        assert (buffer.cut_bytes, buffer.cut_lines) == (len(middle), newlines)
+        rendered = buffer.render()
+        assert f"{len(middle)} bytes ({newlines} newlines) cut" in rendered
+        assert rendered.startswith(data[:head].decode("utf-8", "replace"))
+        assert rendered.endswith(data[len(data) - tail :].decode("utf-8", "replace"))
+
+
+# --- subreaper and reaping -----------------------------------------------------------
+
+
+def test_orphans_are_reparented_to_us_and_reaped(manager: ProcessManager) -> None:
+    assert manager.subreaper
+    # The shell leaves a short-lived orphan behind; it is not a Popen of anybody's.
+    shell = subprocess.run(
+        ["sh", "-c", "sleep 0.2 >/dev/null & echo $!"],
+        capture_output=True,
+        check=True,
+        process_group=0,
+    )
+    orphan = int(shell.stdout)
+    reparented = stat_of(orphan)
+    assert reparented is not None
+    assert reparented[1] == os.getpid()
+    wait_exit(orphan)
+    assert stat_of(orphan) == ("Z", os.getpid())
+    assert orphan in manager.reap_orphans()
+    assert stat_of(orphan) is None
+
+
+def test_reaping_never_steals_a_popen_exit_status(manager: ProcessManager) -> None:
+    # A plain child of other code (same process group) and one of a running command.
+    other = subprocess.Popen(["sh", "-c", "exit 7"])
+    wait_exit(other.pid)
+    assert stat_of(other.pid) == ("Z", os.getpid())
+    assert other.pid not in manager.reap_orphans()
+    assert other.wait() == 7
+    outcome = manager.run("exit 5", cwd=Path.cwd(), timeout=10, cancel=CancelToken())
+    assert (outcome.ended, outcome.returncode) == ("exited", 5)
+
+
+def test_a_cancelled_token_spawns_nothing(manager: ProcessManager, tmp_path: Path) -> None:
+    cancel = CancelToken()
+    cancel.cancel()
+    outcome = manager.run(f"touch {tmp_path}/ran", cwd=tmp_path, timeout=10, cancel=cancel)
+    assert outcome.ended == "cancelled"
+    assert not (tmp_path / "ran").exists()
+
+
+def test_output_callback_failure_is_raised_after_cleanup(
+    manager: ProcessManager, tmp_path: Path
+) -> None:
+    def broken(chunk: str) -> None:
+        raise RuntimeError("sink broke")
+
+    # 2 MB does not fit the pipe: the pump must keep draining after the sink broke.
+    command = "head -c 2000000 /dev/zero; echo $$ > pid"
+    with pytest.raises(RuntimeError, match="sink broke"):
+        manager.run(command, cwd=tmp_path, timeout=30, cancel=CancelToken(), on_output=broken)
+    assert stat_of(int((tmp_path / "pid").read_text())) is None
+    assert manager.running() == 0
+
+
+# --- kill_all ------------------------------------------------------------------------
+
+
+def test_kill_all_kills_every_tree_at_once(tmp_path: Path) -> None:
+    patient = ProcessManager(grace=30.0)  # kill_all must not wait for any grace
+    command = (
+        "trap '' TERM; sleep 100 & a=$!; setsid sleep 100 & echo $$ $a $! >> pids; "
+        'echo "$CODECODER_CALL" >> markers; echo ready; wait'
+    )
+    runs = [start(patient, command, tmp_path) for _ in range(2)]
+    assert patient.running() == 2
+    began = time.monotonic()
+    assert patient.kill_all() >= 4
+    for thread, _, _ in runs:
+        thread.join(10)
+    assert time.monotonic() - began < 2.0
+    assert patient.running() == 0
+    for _, box, _ in runs:
+        assert box["outcome"].ended == "killed"
+    for marker in (tmp_path / "markers").read_text().split():
+        assert marked(marker) == set()
+    for pid in (tmp_path / "pids").read_text().split():
+        assert stat_of(int(pid)) is None
