@@ -1,0 +1,160 @@
+"""`codecoder sessions`: list, show, export and fork stored sessions (DESIGN.md §7).
+
+Every action opens the store at `paths.sessions_db()` for its own run. Reading commands
+never create the file: with no store there are simply no sessions. An error is one line on
+stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sqlite3
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from codecoder import paths
+from codecoder.sessions.errors import SessionError, UnknownSession
+from codecoder.sessions.export import age, jsonl, markdown, transcript
+from codecoder.sessions.records import SessionInfo
+from codecoder.sessions.store import SessionStore
+
+Action = Callable[[SessionStore, argparse.Namespace], int]
+
+
+def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register `sessions` and its actions; each sets `func(args) -> exit code`."""
+    sessions = subparsers.add_parser(
+        "sessions",
+        help="list, show, export or fork stored sessions",
+        description="List the sessions of this folder, newest first (--all: every folder).",
+    )
+    sessions.add_argument("--all", action="store_true", help="list the sessions of every folder")
+    sessions.add_argument(
+        "-C", "--cwd", metavar="DIR", default=argparse.SUPPRESS, help="the folder to list"
+    )
+    sessions.set_defaults(func=list_cmd)
+    actions = sessions.add_subparsers(dest="sessions_action", metavar="ACTION")
+
+    show = actions.add_parser("show", help="print a session's transcript")
+    show.add_argument("id", help="session id or a prefix of at least 8 characters")
+    show.set_defaults(func=show_cmd)
+
+    export = actions.add_parser("export", help="write a session's complete history to stdout")
+    export.add_argument("id", help="session id or a prefix of at least 8 characters")
+    export.add_argument("--format", choices=("jsonl", "markdown"), default="jsonl")
+    export.set_defaults(func=export_cmd)
+
+    fork = actions.add_parser("fork", help="branch a session into a new one; prints its id")
+    fork.add_argument("id", help="session id or a prefix of at least 8 characters")
+    fork.add_argument(
+        "--at", type=int, metavar="MESSAGE_ID", help="the last message to copy (default: all)"
+    )
+    fork.set_defaults(func=fork_cmd)
+
+
+def list_cmd(args: argparse.Namespace) -> int:
+    return _with_store(args, _list, missing_ok=True)
+
+
+def show_cmd(args: argparse.Namespace) -> int:
+    return _with_store(args, _show)
+
+
+def export_cmd(args: argparse.Namespace) -> int:
+    return _with_store(args, _export)
+
+
+def fork_cmd(args: argparse.Namespace) -> int:
+    return _with_store(args, _fork)
+
+
+def _with_store(args: argparse.Namespace, action: Action, *, missing_ok: bool = False) -> int:
+    path = paths.sessions_db()
+    try:
+        if not path.exists():
+            if missing_ok:
+                print("no sessions yet")
+                return 0
+            raise UnknownSession(f"no session matches {args.id!r} (no sessions yet)")
+        with SessionStore(path) as store:
+            return action(store, args)
+    except BrokenPipeError:
+        # The reader left (`… | head`): not an error; keep the exit-time flush quiet too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except (SessionError, sqlite3.Error, OSError) as exc:
+        print(f"codecoder sessions: {exc}", file=sys.stderr)
+        return 2
+
+
+def _list(store: SessionStore, args: argparse.Namespace) -> int:
+    cwd = Path(getattr(args, "cwd", None) or os.getcwd())
+    found = store.list_sessions(None if args.all else cwd)
+    if not found:
+        print("no sessions yet" if args.all else f"no sessions in {cwd.resolve()}")
+        return 0
+    for line in _table(found, show_folder=args.all):
+        print(line)
+    return 0
+
+
+def _table(sessions: list[SessionInfo], *, show_folder: bool) -> list[str]:
+    now = time.time()
+    rows = [
+        (s.id[:8], s.title or "(untitled)", s.model, age(now - s.updated_at), _home(s.cwd))
+        for s in sessions
+    ]
+    model_w = max(5, *(len(row[2]) for row in rows))
+    age_w = max(3, *(len(row[3]) for row in rows))
+    room = shutil.get_terminal_size((100, 24)).columns - (8 + 2) - (model_w + 2) - (age_w + 2)
+    title_w = max(20, min(room, max(len(row[1]) for row in rows)))
+    lines = []
+    for row in [("ID", "TITLE", "MODEL", "AGE", "FOLDER"), *rows]:
+        title = row[1] if len(row[1]) <= title_w else row[1][: title_w - 1] + "…"
+        line = f"{row[0]:<8}  {title:<{title_w}}  {row[2]:<{model_w}}  {row[3]:<{age_w}}"
+        lines.append((line + "  " + row[4]) if show_folder else line.rstrip())
+    return lines
+
+
+def _home(folder: str) -> str:
+    home = str(Path.home())
+    return "~" + folder[len(home) :] if folder == home or folder.startswith(home + "/") else folder
+
+
+def _show(store: SessionStore, args: argparse.Namespace) -> int:
+    session_id = store.resolve(args.id)
+    sys.stdout.write(transcript(store.get(session_id), store.load_messages(session_id)))
+    return 0
+
+
+def _export(store: SessionStore, args: argparse.Namespace) -> int:
+    session_id = store.resolve(args.id)
+    messages = store.load_messages(session_id)
+    if args.format == "markdown":
+        sys.stdout.write(markdown(store.get(session_id), messages))
+        return 0
+    sys.stdout.flush()
+    sys.stdout.buffer.writelines(jsonl(messages))
+    sys.stdout.buffer.flush()
+    return 0
+
+
+def _fork(store: SessionStore, args: argparse.Namespace) -> int:
+    print(store.fork(store.resolve(args.id), args.at))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m codecoder.cli.sessions_cmd sessions …`, the same commands on their own."""
+    parser = argparse.ArgumentParser(prog="codecoder")
+    add_parsers(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,85 @@
+"""What the store keeps besides the messages themselves, and how a message is cut to size.
+
+Tool output is capped on the way in: the client saw the full stream live, and a session
+file that grows by megabytes per `cat` makes resume hang (Codex users report session
+files of 500 MB and more). The model's later view is the capped text, cut in the middle
+with a note saying so.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from codecoder.kernel.messages import Message, Text, ToolResult
+
+TOOL_OUTPUT_CAP = 64 * 1024
+"""Characters of one ToolResult kept in the store; the rest is cut from the middle."""
+
+TITLE_CAP = 80
+
+
+class SessionInfo(msgspec.Struct, frozen=True):
+    """One row of the sessions table. `fork_message_id` is the last message copied from
+    `parent_id`; `cost` is None while no request had a known price."""
+
+    id: str
+    cwd: str
+    model: str
+    title: str | None
+    created_at: float
+    updated_at: float
+    parent_id: str | None
+    fork_message_id: int | None
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    reasoning_tokens: int
+    cost: float | None
+    turns: int
+    message_count: int
+
+
+SESSION_COLUMNS = ", ".join(SessionInfo.__struct_fields__)
+
+
+def title_of(message: Message) -> str | None:
+    """A session's title: the first non-blank line of its first user message, capped."""
+    if message.role != "user":
+        return None
+    for raw in message.text.splitlines():
+        line = raw.strip()
+        if line:
+            return line if len(line) <= TITLE_CAP else line[: TITLE_CAP - 1] + "…"
+    return None
+
+
+def cap_result(result: ToolResult, limit: int = TOOL_OUTPUT_CAP) -> ToolResult:
+    """The result with its text cut from the middle when longer than `limit` characters.
+
+    Head and tail are kept because both matter: a command's first lines say what ran, its
+    last lines say how it ended.
+    """
+    text = result.text
+    if len(text) <= limit:
+        return result
+    half = limit // 2
+    cut = len(text) - 2 * half
+    note = f"\n[… {cut} characters cut from the middle when the session was stored …]\n"
+    capped = text[:half] + note + text[-half:]
+    return msgspec.structs.replace(result, content=(Text(capped),))
+
+
+def cap_message(message: Message, limit: int = TOOL_OUTPUT_CAP) -> Message:
+    """The message with every ToolResult capped; the same object when nothing is cut."""
+    if not any(_too_long(item, limit) for item in message.items):
+        return message
+    items = tuple(
+        cap_result(item, limit) if isinstance(item, ToolResult) else item for item in message.items
+    )
+    return msgspec.structs.replace(message, items=items)
+
+
+def _too_long(item: object, limit: int) -> bool:
+    if not isinstance(item, ToolResult):
+        return False
+    return sum(len(part.text) for part in item.content) > limit

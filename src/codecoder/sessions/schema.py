@@ -1,0 +1,122 @@
+"""The store's schema and its migrations, versioned by `PRAGMA user_version`.
+
+A database is never created at the current version directly: a fresh file runs every step
+from 0, so the path an old database takes and the path a new one takes are the same code,
+and the migration from the first schema is exercised on every first start.
+
+Version 1 — sessions and messages, one JSON body per message.
+Version 2 — per-message token estimates (`messages.tokens`, so compaction and resume can
+size a history from the index alone, without decoding it), `sessions.message_count` (so a
+listing does not count rows) and `sessions.reasoning_tokens` (Usage reports them).
+Version 3 — `compactions`: each summary that replaced the model's view of older messages,
+so a resumed session starts from its compacted view while `messages` keeps everything.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+from codecoder.sessions.errors import SchemaTooNew
+
+V1_DDL = """
+CREATE TABLE sessions (
+    id              TEXT PRIMARY KEY,
+    cwd             TEXT NOT NULL,
+    model           TEXT NOT NULL,
+    title           TEXT,
+    created_at      REAL NOT NULL,
+    updated_at      REAL NOT NULL,
+    parent_id       TEXT,
+    fork_message_id INTEGER,
+    input_tokens    INTEGER NOT NULL DEFAULT 0,
+    output_tokens   INTEGER NOT NULL DEFAULT 0,
+    cached_tokens   INTEGER NOT NULL DEFAULT 0,
+    cost            REAL,
+    turns           INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX sessions_by_cwd ON sessions (cwd, updated_at);
+CREATE INDEX sessions_by_age ON sessions (updated_at);
+CREATE TABLE messages (
+    session_id TEXT NOT NULL,
+    seq        INTEGER NOT NULL,
+    role       TEXT NOT NULL,
+    status     TEXT NOT NULL,
+    body       BLOB NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE UNIQUE INDEX messages_by_session ON messages (session_id, seq);
+"""
+
+BYTES_PER_TOKEN = 4
+"""The estimate used for `messages.tokens`: one token per four bytes of the message's JSON
+(the same rule in Python and in the SQL backfill below)."""
+
+
+def _to_v2(conn: sqlite3.Connection) -> None:
+    conn.execute("ALTER TABLE messages ADD COLUMN tokens INTEGER NOT NULL DEFAULT 0")
+    conn.execute(
+        f"UPDATE messages SET tokens = (length(body) + {BYTES_PER_TOKEN - 1}) / {BYTES_PER_TOKEN}"
+    )
+    conn.execute("ALTER TABLE sessions ADD COLUMN message_count INTEGER NOT NULL DEFAULT 0")
+    conn.execute("ALTER TABLE sessions ADD COLUMN reasoning_tokens INTEGER NOT NULL DEFAULT 0")
+    conn.execute(
+        "UPDATE sessions SET message_count ="
+        " (SELECT count(*) FROM messages WHERE messages.session_id = sessions.id)"
+    )
+
+
+def _to_v3(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        """CREATE TABLE compactions (
+            session_id    TEXT NOT NULL,
+            first_kept_id INTEGER NOT NULL,
+            summary       BLOB NOT NULL,
+            before_tokens INTEGER NOT NULL,
+            after_tokens  INTEGER NOT NULL,
+            created_at    REAL NOT NULL
+        )"""
+    )
+    conn.execute("CREATE INDEX compactions_by_session ON compactions (session_id, created_at)")
+
+
+def _to_v1(conn: sqlite3.Connection) -> None:
+    for statement in V1_DDL.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_to_v1, _to_v2, _to_v3)
+"""MIGRATIONS[n] takes a database from version n to n + 1."""
+
+CURRENT_VERSION = len(MIGRATIONS)
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Bring the database to CURRENT_VERSION; returns the version it was found at.
+
+    Runs under BEGIN IMMEDIATE and re-reads the version inside, so two processes opening a
+    fresh file at once migrate it exactly once. `conn` must be in autocommit mode.
+    """
+    if _version(conn) == CURRENT_VERSION:
+        return CURRENT_VERSION
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        found = _version(conn)
+        if found > CURRENT_VERSION:
+            raise SchemaTooNew(
+                f"the session store is at schema {found}; this CodeCoder knows up to "
+                f"{CURRENT_VERSION} (upgrade CodeCoder)"
+            )
+        for step in MIGRATIONS[found:]:
+            step(conn)
+        conn.execute(f"PRAGMA user_version = {CURRENT_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return found
+
+
+def _version(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("PRAGMA user_version").fetchone()[0])

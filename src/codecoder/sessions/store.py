@@ -1,0 +1,526 @@
+"""The session store: SQLite in the XDG data dir, one transaction per message (invariant 6).
+
+How it uses SQLite, and why:
+
+- WAL mode, so readers (a `codecoder sessions` listing, the daemon) never block the writer
+  and the writer never blocks them, across threads and processes.
+- `synchronous=NORMAL`: a commit is durable against a crash of the process (SIGKILL at
+  any instant loses at most the message not yet committed); a power cut or OS crash may
+  lose the last few commits, never corrupt the file.
+- `isolation_level=None` and explicit `BEGIN IMMEDIATE` for every write, so a writer takes
+  the lock up front and waits for it under `busy_timeout` instead of failing half-way.
+- One connection per thread: a store is shared by all threads of a process, and each
+  thread gets its own connection from a `threading.local`, opened on first use and closed
+  with the thread or by `close()`.
+- Reads are single statements or short explicit transactions; no cursor stays open.
+- Checkpoints are off the append path: connections run with `wal_autocheckpoint=0`, and a
+  checkpoint thread of the store runs a PASSIVE checkpoint every `checkpoint_every`
+  commits (the last connection to close checkpoints too, as SQLite always does).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sqlite3
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Self
+
+import msgspec
+
+from codecoder import paths
+from codecoder.kernel.codec import encode
+from codecoder.kernel.events import Usage
+from codecoder.kernel.messages import Message
+from codecoder.kernel.ports import CompactedView
+from codecoder.sessions.errors import AmbiguousSession, SessionError, UnknownSession
+from codecoder.sessions.records import SESSION_COLUMNS, SessionInfo, cap_message, title_of
+from codecoder.sessions.repair import repair
+from codecoder.sessions.schema import BYTES_PER_TOKEN, migrate
+
+BUSY_TIMEOUT = 5.0
+MIN_PREFIX = 8
+LOAD_CHUNK = 512
+_decode_message = msgspec.json.Decoder(Message).decode
+
+
+class _Connection(sqlite3.Connection):
+    """A plain connection that can be weakly referenced (the store tracks its connections
+    without keeping a finished thread's connection alive)."""
+
+
+class SessionStore:
+    """Sessions and their messages in one SQLite file (see the module docs for how).
+
+    Methods take full session ids; `resolve` turns a user's id or id prefix into one.
+    """
+
+    def __init__(self, path: Path | str | None = None, *, checkpoint_every: int = 1000) -> None:
+        self.path = Path(path) if path is not None else paths.sessions_db()
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._connections: weakref.WeakSet[_Connection] = weakref.WeakSet()
+        self._migrated = False
+        self._closed = False
+        self._checkpointer = _Checkpointer(self._open, checkpoint_every)
+
+    # --- lifecycle -------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close every connection of this store; call it once its threads are done."""
+        self._checkpointer.close()
+        with self._lock:
+            self._closed = True
+            connections = list(self._connections)
+        for conn in connections:
+            conn.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- sessions --------------------------------------------------------------------
+
+    def create(self, cwd: Path | str, model: str) -> str:
+        """A new empty session in `cwd`; returns its id (32 random hex digits)."""
+        session_id = _new_id()
+        now = time.time()
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO sessions (id, cwd, model, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (session_id, _workspace(cwd), model, now, now),
+            )
+        return session_id
+
+    def get(self, session_id: str) -> SessionInfo:
+        row = (
+            self._conn()
+            .execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,))
+            .fetchone()
+        )
+        if row is None:
+            raise UnknownSession(f"no session {session_id!r}")
+        return SessionInfo(*row)
+
+    def resolve(self, ref: str) -> str:
+        """The full id of the one session whose id starts with `ref` (≥ 8 characters)."""
+        prefix = ref.strip().lower()
+        if len(prefix) < MIN_PREFIX:
+            raise SessionError(
+                f"session id {ref!r} is too short: give at least {MIN_PREFIX} characters"
+            )
+        rows = (
+            self._conn()
+            .execute(
+                "SELECT id FROM sessions WHERE id >= ? AND id < ? ORDER BY id LIMIT 2",
+                (prefix, prefix + "\uffff"),
+            )
+            .fetchall()
+        )
+        if not rows:
+            raise UnknownSession(f"no session matches {ref!r}")
+        if len(rows) > 1:
+            raise AmbiguousSession(
+                f"{ref!r} matches more than one session ({rows[0][0][:12]}…, "
+                f"{rows[1][0][:12]}…): give more characters"
+            )
+        return rows[0][0]
+
+    def list_sessions(self, cwd: Path | str | None = None, limit: int = -1) -> list[SessionInfo]:
+        """Sessions of `cwd` (every folder when None), the last updated first."""
+        where, params = ("WHERE cwd = ?", (_workspace(cwd),)) if cwd is not None else ("", ())
+        rows = (
+            self._conn()
+            .execute(
+                f"SELECT {SESSION_COLUMNS} FROM sessions {where}"
+                " ORDER BY updated_at DESC, id LIMIT ?",
+                (*params, limit),
+            )
+            .fetchall()
+        )
+        return [SessionInfo(*row) for row in rows]
+
+    def latest_for(self, cwd: Path | str) -> SessionInfo | None:
+        """The session `--continue` picks: the one of this workspace updated last."""
+        found = self.list_sessions(cwd, limit=1)
+        return found[0] if found else None
+
+    def fork(self, session_id: str, at_message_id: int | None = None) -> str:
+        """A new session holding a copy of the messages up to `at_message_id` (all when
+        None); its parent is `session_id`. Returns the new id."""
+        new_id = _new_id()
+        now = time.time()
+        with self._write() as conn:
+            source = self._info(conn, session_id)
+            last = self._fork_point(conn, session_id, at_message_id)
+            upto = last if last is not None else -1
+            conn.execute(
+                "INSERT INTO sessions (id, cwd, model, title, created_at, updated_at, parent_id,"
+                " fork_message_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (new_id, source.cwd, source.model, source.title, now, now, session_id, last),
+            )
+            copied = conn.execute(
+                "INSERT INTO messages (session_id, seq, role, status, body, tokens, created_at)"
+                " SELECT ?, seq, role, status, body, tokens, created_at FROM messages"
+                " WHERE session_id = ? AND seq <= ? ORDER BY seq",
+                (new_id, session_id, upto),
+            ).rowcount
+            conn.execute(
+                "UPDATE sessions SET message_count = ?, turns = (SELECT count(*) FROM messages"
+                " WHERE session_id = ? AND role = 'user') WHERE id = ?",
+                (copied, new_id, new_id),
+            )
+        return new_id
+
+    # --- writing one session ---------------------------------------------------------
+
+    def append(self, session_id: str, message: Message) -> None:
+        """Commit one message in its own transaction. Its id must be above every id the
+        session holds; a ToolResult longer than the cap is stored cut in the middle."""
+        body = encode(cap_message(message))
+        tokens = (len(body) + BYTES_PER_TOKEN - 1) // BYTES_PER_TOKEN
+        now = time.time()
+        with self._write() as conn:
+            row = conn.execute(
+                "UPDATE sessions SET updated_at = ?, message_count = message_count + 1,"
+                " title = coalesce(title, ?) WHERE id = ?"
+                " RETURNING (SELECT max(seq) FROM messages WHERE session_id = ?)",
+                (now, title_of(message), session_id, session_id),
+            ).fetchone()
+            if row is None:
+                raise UnknownSession(f"no session {session_id!r}")
+            if row[0] is not None and message.id <= row[0]:
+                raise SessionError(
+                    f"message id {message.id} is not above the last id {row[0]} of session "
+                    f"{session_id[:8]}"
+                )
+            conn.execute(
+                "INSERT INTO messages (session_id, seq, role, status, body, tokens, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (session_id, message.id, message.role, message.status, body, tokens, now),
+            )
+
+    def add_usage(self, session_id: str, usage: Usage) -> None:
+        """Add one request's tokens (and cost, when its price is known) to the totals."""
+        with self._write() as conn:
+            changed = conn.execute(
+                "UPDATE sessions SET input_tokens = input_tokens + ?,"
+                " output_tokens = output_tokens + ?, cached_tokens = cached_tokens + ?,"
+                " reasoning_tokens = reasoning_tokens + ?,"
+                " cost = CASE WHEN ? IS NULL THEN cost ELSE coalesce(cost, 0) + ? END,"
+                " updated_at = ? WHERE id = ?",
+                (
+                    usage.input_tokens,
+                    usage.output_tokens,
+                    usage.cached_tokens,
+                    usage.reasoning_tokens,
+                    usage.cost,
+                    usage.cost,
+                    time.time(),
+                    session_id,
+                ),
+            ).rowcount
+            if not changed:
+                raise UnknownSession(f"no session {session_id!r}")
+
+    def begin_turn(self, session_id: str) -> int:
+        """Count a new turn; returns its number (1 for the first turn of a session)."""
+        with self._write() as conn:
+            row = conn.execute(
+                "UPDATE sessions SET turns = turns + 1, updated_at = ? WHERE id = ?"
+                " RETURNING turns",
+                (time.time(), session_id),
+            ).fetchone()
+            if row is None:
+                raise UnknownSession(f"no session {session_id!r}")
+            return int(row[0])
+
+    # --- reading one session ---------------------------------------------------------
+
+    def load_messages(self, session_id: str, *, after: int | None = None) -> list[Message]:
+        """The stored messages in order (those with an id above `after` when given), as
+        recorded: run them through `repair` before a provider sees them.
+
+        Rows are decoded in chunks as they are read, so a big session never holds all its
+        JSON and all its messages at once; the read transaction lasts as long as the
+        decoding (tens of ms for 10,000 messages), and in WAL mode blocks no writer.
+        """
+        messages: list[Message] = []
+        with self._read() as conn:
+            self._info(conn, session_id)
+            cursor = conn.execute(
+                "SELECT body FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq",
+                (session_id, after if after is not None else -(2**63)),
+            )
+            while rows := cursor.fetchmany(LOAD_CHUNK):
+                messages.extend(_decode_message(body) for (body,) in rows)
+        return messages
+
+    def record_compaction(self, session_id: str, view: CompactedView) -> None:
+        """Remember a compaction; the messages it summarises stay where they are."""
+        with self._write() as conn:
+            self._info(conn, session_id)
+            conn.execute(
+                "INSERT INTO compactions VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    session_id,
+                    view.first_kept_id,
+                    encode(view.summary),
+                    view.before_tokens,
+                    view.after_tokens,
+                    time.time(),
+                ),
+            )
+
+    def latest_compaction(self, session_id: str) -> CompactedView | None:
+        row = (
+            self._conn()
+            .execute(
+                "SELECT first_kept_id, summary, before_tokens, after_tokens FROM compactions"
+                " WHERE session_id = ? ORDER BY created_at DESC, rowid DESC LIMIT 1",
+                (session_id,),
+            )
+            .fetchone()
+        )
+        if row is None:
+            return None
+        return CompactedView(
+            summary=_decode_message(row[1]),
+            first_kept_id=int(row[0]),
+            before_tokens=int(row[2]),
+            after_tokens=int(row[3]),
+        )
+
+    def token_estimate(self, session_id: str, *, after: int | None = None) -> int:
+        """Estimated tokens of the stored messages (above `after`), from the index alone."""
+        row = (
+            self._conn()
+            .execute(
+                "SELECT coalesce(sum(tokens), 0) FROM messages WHERE session_id = ? AND seq > ?",
+                (session_id, after if after is not None else -(2**63)),
+            )
+            .fetchone()
+        )
+        return int(row[0])
+
+    def last_message_id(self, session_id: str) -> int | None:
+        row = (
+            self._conn()
+            .execute("SELECT max(seq) FROM messages WHERE session_id = ?", (session_id,))
+            .fetchone()
+        )
+        return None if row[0] is None else int(row[0])
+
+    # --- connections -----------------------------------------------------------------
+
+    def _conn(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is not None and not self._closed:
+            return conn
+        with self._lock:
+            if self._closed:
+                raise SessionError("the session store is closed")
+        conn = self._open()
+        with self._lock:
+            self._connections.add(conn)
+            if not self._migrated:
+                migrate(conn)
+                self._migrated = True
+        self._local.conn = conn
+        return conn
+
+    def _open(self) -> _Connection:
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600))
+        conn = sqlite3.connect(
+            self.path,
+            timeout=BUSY_TIMEOUT,
+            isolation_level=None,
+            check_same_thread=False,
+            factory=_Connection,
+        )
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT * 1000)}")
+        _enable_wal(conn)
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA wal_autocheckpoint = 0")
+        conn.execute("PRAGMA journal_size_limit = 67108864")
+        return conn
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+        self._checkpointer.note_commit()
+
+    @contextmanager
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        """One snapshot for several statements; kept short (fetch everything inside)."""
+        conn = self._conn()
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            conn.execute("COMMIT")
+
+    @staticmethod
+    def _info(conn: sqlite3.Connection, session_id: str) -> SessionInfo:
+        row = conn.execute(
+            f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()
+        if row is None:
+            raise UnknownSession(f"no session {session_id!r}")
+        return SessionInfo(*row)
+
+    @staticmethod
+    def _fork_point(conn: sqlite3.Connection, session_id: str, at: int | None) -> int | None:
+        if at is None:
+            row = conn.execute(
+                "SELECT max(seq) FROM messages WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            return row[0]
+        exists = conn.execute(
+            "SELECT 1 FROM messages WHERE session_id = ? AND seq = ?", (session_id, at)
+        ).fetchone()
+        if exists is None:
+            raise SessionError(f"session {session_id[:8]} has no message {at}")
+        return at
+
+
+class SessionLog:
+    """The HistorySink of one session: what the agent loop writes through.
+
+    `append` commits before it returns, so the loop calling it for each completed message
+    before the next provider request keeps invariant 6.
+    """
+
+    def __init__(self, store: SessionStore, session_id: str) -> None:
+        self.store = store
+        self.session_id = session_id
+
+    def append(self, message: Message) -> None:
+        self.store.append(self.session_id, message)
+
+    def add_usage(self, usage: Usage) -> None:
+        self.store.add_usage(self.session_id, usage)
+
+    def begin_turn(self) -> int:
+        return self.store.begin_turn(self.session_id)
+
+    def info(self) -> SessionInfo:
+        return self.store.get(self.session_id)
+
+    def record_compaction(self, view: CompactedView) -> None:
+        self.store.record_compaction(self.session_id, view)
+
+    def resume(self) -> list[Message]:
+        """The model's view to continue from, valid for a provider (invariant 3): the
+        latest compaction's summary and the messages it kept, else the whole history.
+
+        Messages the repair adds at the end (cancelled results of calls a crash cut off)
+        are appended, so the store agrees with the view and the next id is free.
+        """
+        compaction = self.store.latest_compaction(self.session_id)
+        after = compaction.first_kept_id - 1 if compaction is not None else None
+        stored = self.store.load_messages(self.session_id, after=after)
+        history = repair(stored)
+        last = stored[-1].id if stored else None
+        for message in history:
+            if last is None or message.id > last:
+                self.append(message)
+        return [compaction.summary, *history] if compaction is not None else history
+
+
+class _Checkpointer:
+    """PASSIVE checkpoints on a thread of their own, woken every `every` commits, so that
+    no append pays for copying the WAL back into the database."""
+
+    def __init__(self, connect: Callable[[], sqlite3.Connection], every: int) -> None:
+        self._connect = connect
+        self._every = every
+        self._commits = itertools.count(1)
+        self._wake = threading.Event()
+        self._lock = threading.Lock()
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+
+    def note_commit(self) -> None:
+        if next(self._commits) % self._every:
+            return
+        with self._lock:
+            if self._stopping:
+                return
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="codecoder-checkpoint", daemon=True
+                )
+                self._thread.start()
+        self._wake.set()
+
+    def close(self) -> None:
+        with self._lock:
+            self._stopping = True
+            thread = self._thread
+        self._wake.set()
+        if thread is not None:
+            thread.join()
+
+    def _run(self) -> None:
+        conn = self._connect()
+        try:
+            while True:
+                self._wake.wait()
+                self._wake.clear()
+                if self._stopping:
+                    return
+                try:
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                except sqlite3.Error:
+                    # A checkpoint that cannot run now leaves the WAL to the next one.
+                    continue
+        finally:
+            conn.close()
+
+
+def _enable_wal(conn: sqlite3.Connection) -> None:
+    """Switch to WAL (a no-op once the file is in WAL mode; the mode is persistent).
+
+    Two processes switching a fresh file at once can deadlock inside SQLite, which then
+    answers SQLITE_BUSY at once instead of calling its busy handler; so the waiting the
+    busy handler would do is done here, within the same timeout.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT
+    pause = 0.001
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            busy = exc.sqlite_errorcode & 0xFF == sqlite3.SQLITE_BUSY
+            if not busy or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+
+
+def _new_id() -> str:
+    """32 random hex digits (os.urandom: `secrets` costs 6 ms of imports at start-up)."""
+    return os.urandom(16).hex()
+
+
+def _workspace(cwd: Path | str) -> str:
+    return str(Path(cwd).resolve())
