@@ -28,6 +28,7 @@ from codecoder.kernel.events import (
     Subagent,
     ToolFinished,
     ToolStarted,
+    Usage,
 )
 from codecoder.kernel.handle import AgentHandle
 
@@ -111,6 +112,8 @@ class _Runner:
             self._write({"type": "session", "schema": SCHEMA, "session_id": self.setup.session_id})
         restore = self._install_signals()
         try:
+            if self.setup.log is not None:
+                self.setup.log.begin_turn()
             handle.send(task)
             done = self._consume(handle)
         finally:
@@ -137,6 +140,8 @@ class _Runner:
             self._question(event)
         if isinstance(event, Error):
             self.failure = event
+        elif isinstance(event, Usage) and self.setup.log is not None:
+            self.setup.log.add_usage(event)
         if self.json:
             record = codec.to_builtins(event)
             record["turn"] = self.turn

@@ -9,9 +9,10 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codecoder.config import ConfigError, read_toml
+from codecoder.context.compaction import ThreadedCompactor, context_window
 from codecoder.context.prompt import PromptBuilder
 from codecoder.kernel.loop import AgentLoop
 from codecoder.kernel.ports import PermissionPolicy, ProviderClient, Tool
@@ -19,6 +20,9 @@ from codecoder.kernel.trace import Tracer
 from codecoder.permissions.chain import RulePolicy
 from codecoder.permissions.modes import ApprovalMode, filter_tools
 from codecoder.tools.process import ProcessManager
+
+if TYPE_CHECKING:
+    from codecoder.sessions import SessionLog
 
 
 class WiringError(Exception):
@@ -32,6 +36,7 @@ class AgentSetup:
     manager: ProcessManager
     tracer: Tracer | None = None
     first_turn: int = 0
+    log: SessionLog | None = None
     closers: list[Callable[[], None]] = field(default_factory=list)
 
     def kill_processes(self) -> None:
@@ -89,38 +94,102 @@ def _table(config: dict[str, Any], key: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def build_provider(options: Any) -> ProviderClient:
+def build_provider(options: Any, user_config: dict[str, Any]) -> tuple[ProviderClient, str]:
+    """The provider and the model's name: `--script` means the scripted provider;
+    otherwise `--model` or the config's default model through the registry."""
     if options.script:
         from codecoder.providers.scripted import ScriptedProvider, ScriptError, load_script
 
         if options.model:
             raise WiringError("--script and --model exclude each other")
         try:
-            return ScriptedProvider(load_script(options.script))
+            return ScriptedProvider(load_script(options.script)), "scripted"
         except ScriptError as exc:
             raise WiringError(str(exc)) from exc
-    raise WiringError("no model: pass -m PROVIDER/MODEL or --script FILE")
+    from codecoder.kernel.ports import ProviderError
+    from codecoder.providers.registry import resolve
+
+    try:
+        client = resolve(options.model, user_config)
+    except ProviderError as exc:
+        raise WiringError(exc.message) from exc
+    return client, f"{client.provider}/{client.model}"
 
 
 def build_agent(options: Any, workspace: Path, *, interactive: bool) -> AgentSetup:
-    """The agent of one `exec` run."""
+    """The agent of one `exec` run, its session opened (new, continued or resumed)."""
+    from codecoder.sessions import SessionError, SessionLog, SessionStore
+
     if options.max_rounds < 1:
         raise WiringError("--max-rounds must be at least 1")
-    provider = build_provider(options)
+    user_config = _user_config()
+    provider, model = build_provider(options, user_config)
+    store = SessionStore()
+    try:
+        messages: list[Any] = []
+        session_id = _pick_session(store, options, workspace)
+        if session_id is None:
+            session_id = store.create(workspace, model)
+        elif options.cwd is None:  # a resumed session runs where it was started
+            recorded = Path(store.get(session_id).cwd)
+            workspace = recorded if recorded.is_dir() else workspace
+        log = SessionLog(store, session_id)
+        if options.resume or options.continue_:
+            messages = log.resume()
+        first_turn = log.info().turns
+    except SessionError as exc:
+        store.close()
+        raise WiringError(str(exc)) from exc
     policy = _policy(workspace, options.approval)
     manager = ProcessManager()
     tracer = Tracer(options.trace) if options.trace else None
-    tools = default_tools(workspace, provider, manager, _user_config(), policy)
+    tools = default_tools(workspace, provider, manager, user_config, policy)
+    compactor = _compactor(provider, model, user_config)
     loop = AgentLoop(
         provider,
         filter_tools(tools, options.approval),
         workspace,
         policy=policy,
+        history=log,
         prompt=PromptBuilder(workspace),
         max_rounds=options.max_rounds,
         tracer=tracer,
+        messages=messages,
+        first_turn=first_turn,
+        compactor=compactor,
     )
-    return AgentSetup(loop=loop, session_id=uuid.uuid4().hex[:16], manager=manager, tracer=tracer)
+    return AgentSetup(
+        loop=loop,
+        session_id=session_id,
+        manager=manager,
+        tracer=tracer,
+        first_turn=first_turn,
+        log=log,
+        closers=[store.close, compactor.close],
+    )
+
+
+def _pick_session(store: Any, options: Any, workspace: Path) -> str | None:
+    """The session to continue: `--resume ID`, `--continue` (this workspace's latest),
+    or None for a new one."""
+    if options.resume:
+        return store.resolve(options.resume)
+    if options.continue_:
+        latest = store.latest_for(workspace)
+        if latest is None:
+            raise WiringError(f"no session to continue in {workspace}")
+        return latest.id
+    return None
+
+
+def _compactor(provider: ProviderClient, model: str, config: dict[str, Any]) -> ThreadedCompactor:
+    """`[compaction] threshold` (0 to 1, default 0.8) of the model's context window."""
+    table = _table(config, "compaction")
+    threshold = table.get("threshold", 0.8)
+    if not isinstance(threshold, int | float) or not 0 < threshold <= 1:
+        raise WiringError("[compaction] threshold must be a number between 0 and 1")
+    window = context_window(model, config)
+    return ThreadedCompactor(provider, window=window, threshold=float(threshold))
 
 
 def _policy(workspace: Path, mode: ApprovalMode) -> RulePolicy:

@@ -29,8 +29,9 @@ class InvalidHistory(ValueError):
 def repair(messages: Sequence[Message]) -> list[Message]:
     """A valid history with every recorded message's content kept.
 
-    - every unanswered call gets a `cancelled` ToolResult: added to the tool message that
-      follows its assistant message, or in a new tool message right after it;
+    - every unanswered call gets a `cancelled` ToolResult in a new tool message after the
+      run of results that follows its assistant message (merged into that run only when
+      no id is free there);
     - results without their call, second results for one call, calls outside assistant
       messages and anything but results in tool messages are left out, and so are
       messages left empty;
@@ -76,9 +77,14 @@ class _Repair:
     def close(self, next_id: int | None) -> None:
         """End the open assistant message's run, answering the calls still unanswered."""
         missing = tuple(cancelled_result(call) for call, done in self.calls.items() if not done)
-        if missing and self.out[-1].role == "tool":
+        if not missing:
+            pass
+        elif next_id is None or self.out[-1].id + 1 < next_id:
+            # A new message after the run, so a resume can append it to the store as is.
+            self.out.append(Message(id=self.out[-1].id + 1, role="tool", items=missing))
+        elif self.out[-1].role == "tool":
             self.out[-1] = _with_items(self.out[-1], self.out[-1].items + missing)
-        elif missing:
+        else:
             self.out.append(Message(id=self._free_id(next_id), role="tool", items=missing))
         self.calls = {}
         self.dropped_run_id = None

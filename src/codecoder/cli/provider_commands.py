@@ -1,0 +1,149 @@
+"""`codecoder models` (what is configured) and `codecoder doctor` (is it usable).
+
+Both read the user's config layer only: provider settings and API keys are the user's,
+never a project's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from codecoder.config import ConfigError, load_layers
+from codecoder.kernel.ports import ProviderError
+from codecoder.providers import registry
+from codecoder.providers.pricing import price_table
+
+
+def add_parsers(subparsers: Any) -> None:
+    """Register `models` and `doctor` on the CLI's subparsers (each sets `func`)."""
+    models = subparsers.add_parser("models", help="list configured providers and models")
+    models.set_defaults(func=run_models)
+    doctor = subparsers.add_parser(
+        "doctor", help="check each provider's API key and whether its server answers"
+    )
+    doctor.add_argument(
+        "--timeout", type=float, default=3.0, help="seconds to wait for each server (default 3)"
+    )
+    doctor.set_defaults(func=run_doctor)
+
+
+def _load(
+    args: argparse.Namespace,
+) -> tuple[Mapping[str, Any], dict[str, registry.ProviderSettings]]:
+    workspace = Path(getattr(args, "cwd", None) or ".")
+    config = load_layers(workspace, trusted=False).user
+    return config, registry.all_providers(config)
+
+
+def run_models(args: argparse.Namespace) -> int:
+    try:
+        config, providers = _load(args)
+    except (ConfigError, ProviderError) as exc:
+        print(f"codecoder: {exc}")
+        return 2
+    default = registry.default_model(config)
+    hint = '(none: set model = "provider/model" in config.toml)'
+    print(f"default model: {default or hint}")
+    print()
+    for name, settings in providers.items():
+        key = _key_label(settings)
+        print(f"{name:<12} {settings.wire:<10} {key:<32} {registry.base_url(settings, os.environ)}")
+    print()
+    for spec in _known_models(config, providers):
+        print(f"  {spec}{'  (default)' if spec == default else ''}")
+    return 0
+
+
+def _key_label(settings: registry.ProviderSettings) -> str:
+    status = registry.key_status(settings, os.environ)
+    return "no key needed" if status == "not needed" else f"{settings.api_key_env} {status}"
+
+
+def _known_models(
+    config: Mapping[str, Any], providers: Mapping[str, registry.ProviderSettings]
+) -> list[str]:
+    specs = [spec for spec in price_table(config) if not spec.endswith("/*")]
+    specs += [
+        f"{name}/{model}" for name, settings in providers.items() for model in settings.models
+    ]
+    default = registry.default_model(config)
+    if default:
+        specs.append(default)
+    return sorted(set(specs))
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    ok: bool
+    detail: str
+
+
+def run_doctor(args: argparse.Namespace) -> int:
+    try:
+        config, providers = _load(args)
+    except (ConfigError, ProviderError) as exc:
+        print(f"codecoder: {exc}")
+        return 2
+    timeout = float(getattr(args, "timeout", 3.0))
+    results: dict[str, Check] = {}
+    threads = [
+        threading.Thread(target=_check_into, args=(settings, timeout, results), daemon=True)
+        for settings in providers.values()
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for name in providers:
+        check = results[name]
+        print(f"{'ok' if check.ok else 'FAIL':<5} {name:<12} {check.detail}")
+    return 0 if _usable(config, results) else 1
+
+
+def _usable(config: Mapping[str, Any], results: Mapping[str, Check]) -> bool:
+    """The default model's provider works; with no default, any provider does."""
+    default = registry.default_model(config)
+    if default:
+        provider = default.partition("/")[0]
+        return provider in results and results[provider].ok
+    return any(check.ok for check in results.values())
+
+
+def _check_into(settings: registry.ProviderSettings, timeout: float, out: dict[str, Check]) -> None:
+    out[settings.name] = check_provider(settings, timeout, os.environ)
+
+
+def check_provider(
+    settings: registry.ProviderSettings, timeout: float, environ: Mapping[str, str]
+) -> Check:
+    """The key is there, and the server answers its model list within `timeout`."""
+    from codecoder.providers.http import HttpClient
+
+    try:
+        api_key, env_headers = registry.credentials(settings, environ)
+    except ProviderError as exc:
+        return Check(False, exc.message)
+    wire = registry.wire_format(settings.wire)
+    url = registry.base_url(settings, environ)
+    headers = {**wire.auth_headers(api_key), **env_headers, **settings.headers}
+    http = HttpClient(url)
+    started = time.perf_counter()
+    try:
+        status, _ = http.get(wire.models_path, headers=headers, timeout=timeout)
+    except ProviderError as exc:
+        return Check(False, f"unreachable: {exc.message}")
+    finally:
+        http.close()
+    millis = (time.perf_counter() - started) * 1000
+    if status in (401, 403):
+        return Check(False, f"key rejected (HTTP {status}) by {url}")
+    if status >= 400:
+        return Check(True, f"reachable, but {wire.models_path} answered HTTP {status} ({url})")
+    return Check(True, f"reachable ({url}, {millis:.0f} ms)")
