@@ -77,28 +77,11 @@ def build_parser():  # -> argparse.ArgumentParser (argparse imported here, not a
     demo.add_argument("--keep", action="store_true", help="keep the example project copy")
     demo.set_defaults(func=_demo)
 
-    for module in _EXTENSIONS:
-        _load_extension(module, sub)
+    from codecoder.cli import prompt_cmd, provider_commands, sessions_cmd
+
+    for module in (provider_commands, sessions_cmd, prompt_cmd):
+        module.add_parsers(sub)
     return parser
-
-
-_EXTENSIONS = (
-    "codecoder.cli.provider_commands",
-    "codecoder.cli.sessions_cmd",
-    "codecoder.cli.prompt_cmd",
-)
-
-
-def _load_extension(module_name: str, sub: object) -> None:
-    import importlib
-
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name != module_name:
-            raise
-        return
-    module.add_parsers(sub)
 
 
 def _exec(options: object) -> int:
