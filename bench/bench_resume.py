@@ -68,6 +68,7 @@ def in_process(session: str) -> None:
     messages = SessionLog(store, session).resume()
     store.close()
     samples = []
+    request = ProviderRequest(system="system prompt", messages=())
     for _ in range(20):
         started = time.perf_counter()
         request = ProviderRequest(system="system prompt", messages=tuple(messages))

@@ -1,24 +1,24 @@
 """`codecoder models` (what is configured) and `codecoder doctor` (is it usable).
 
 Both read the user's config layer only: provider settings and API keys are the user's,
-never a project's.
+never a project's. Registering the subcommands imports nothing else: every `codecoder`
+run registers them, and start-up time is measured.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from codecoder.config import ConfigError, load_layers
-from codecoder.kernel.ports import ProviderError
-from codecoder.providers import registry
-from codecoder.providers.pricing import price_table
+if TYPE_CHECKING:
+    from codecoder.providers.registry import ProviderSettings
 
 
 def add_parsers(subparsers: Any) -> None:
@@ -34,24 +34,33 @@ def add_parsers(subparsers: Any) -> None:
     doctor.set_defaults(func=run_doctor)
 
 
-def _load(
-    args: argparse.Namespace,
-) -> tuple[Mapping[str, Any], dict[str, registry.ProviderSettings]]:
+def _load(args: argparse.Namespace) -> tuple[Mapping[str, Any], dict[str, ProviderSettings]] | None:
+    """The user config and every provider; None (said on stderr) when the config is broken."""
+    from codecoder.config import ConfigError, load_layers
+    from codecoder.kernel.ports import ProviderError
+    from codecoder.providers.registry import all_providers
+
     workspace = Path(getattr(args, "cwd", None) or ".")
-    config = load_layers(workspace, trusted=False).user
-    return config, registry.all_providers(config)
+    try:
+        config = load_layers(workspace, trusted=False).user
+        return config, all_providers(config)
+    except (ConfigError, ProviderError) as exc:
+        print(f"codecoder: {exc}", file=sys.stderr)
+        return None
 
 
 def run_models(args: argparse.Namespace) -> int:
-    try:
-        config, providers = _load(args)
-    except (ConfigError, ProviderError) as exc:
-        print(f"codecoder: {exc}")
+    from codecoder.providers import registry
+
+    loaded = _load(args)
+    if loaded is None:
         return 2
+    config, providers = loaded
     default = registry.default_model(config)
     hint = '(none: set model = "provider/model" in config.toml)'
     print(f"default model: {default or hint}")
     print()
+    print(f"{'PROVIDER':<12} {'WIRE':<10} {'KEY':<32} BASE URL")
     for name, settings in providers.items():
         key = _key_label(settings)
         print(f"{name:<12} {settings.wire:<10} {key:<32} {registry.base_url(settings, os.environ)}")
@@ -61,14 +70,19 @@ def run_models(args: argparse.Namespace) -> int:
     return 0
 
 
-def _key_label(settings: registry.ProviderSettings) -> str:
+def _key_label(settings: ProviderSettings) -> str:
+    from codecoder.providers import registry
+
     status = registry.key_status(settings, os.environ)
     return "no key needed" if status == "not needed" else f"{settings.api_key_env} {status}"
 
 
 def _known_models(
-    config: Mapping[str, Any], providers: Mapping[str, registry.ProviderSettings]
+    config: Mapping[str, Any], providers: Mapping[str, ProviderSettings]
 ) -> list[str]:
+    from codecoder.providers import registry
+    from codecoder.providers.pricing import price_table
+
     specs = [spec for spec in price_table(config) if not spec.endswith("/*")]
     specs += [
         f"{name}/{model}" for name, settings in providers.items() for model in settings.models
@@ -86,11 +100,10 @@ class Check:
 
 
 def run_doctor(args: argparse.Namespace) -> int:
-    try:
-        config, providers = _load(args)
-    except (ConfigError, ProviderError) as exc:
-        print(f"codecoder: {exc}")
+    loaded = _load(args)
+    if loaded is None:
         return 2
+    config, providers = loaded
     timeout = float(getattr(args, "timeout", 3.0))
     results: dict[str, Check] = {}
     threads = [
@@ -109,21 +122,23 @@ def run_doctor(args: argparse.Namespace) -> int:
 
 def _usable(config: Mapping[str, Any], results: Mapping[str, Check]) -> bool:
     """The default model's provider works; with no default, any provider does."""
-    default = registry.default_model(config)
+    from codecoder.providers.registry import default_model
+
+    default = default_model(config)
     if default:
         provider = default.partition("/")[0]
         return provider in results and results[provider].ok
     return any(check.ok for check in results.values())
 
 
-def _check_into(settings: registry.ProviderSettings, timeout: float, out: dict[str, Check]) -> None:
+def _check_into(settings: ProviderSettings, timeout: float, out: dict[str, Check]) -> None:
     out[settings.name] = check_provider(settings, timeout, os.environ)
 
 
-def check_provider(
-    settings: registry.ProviderSettings, timeout: float, environ: Mapping[str, str]
-) -> Check:
+def check_provider(settings: ProviderSettings, timeout: float, environ: Mapping[str, str]) -> Check:
     """The key is there, and the server answers its model list within `timeout`."""
+    from codecoder.kernel.ports import ProviderError
+    from codecoder.providers import registry
     from codecoder.providers.http import HttpClient
 
     try:

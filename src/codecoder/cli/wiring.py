@@ -37,7 +37,7 @@ class AgentSetup:
     tracer: Tracer | None = None
     first_turn: int = 0
     log: SessionLog | None = None
-    closers: list[Callable[[], None]] = field(default_factory=list)
+    closers: list[Callable[[], object]] = field(default_factory=list)
 
     def kill_processes(self) -> None:
         self.manager.kill_all()
@@ -165,8 +165,13 @@ def build_agent(options: Any, workspace: Path, *, interactive: bool) -> AgentSet
         tracer=tracer,
         first_turn=first_turn,
         log=log,
-        closers=[store.close, compactor.close],
+        closers=[_closer(provider), store.close, compactor.close],
     )
+
+
+def _closer(provider: ProviderClient) -> Callable[[], object]:
+    close = getattr(provider, "close", None)
+    return close if callable(close) else (lambda: None)
 
 
 def _pick_session(store: Any, options: Any, workspace: Path) -> str | None:

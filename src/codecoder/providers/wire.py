@@ -1,0 +1,84 @@
+"""What every wire adapter provides, and the small helpers they share.
+
+An adapter is a pure translator (STYLE.md, mistral-vibe's prepare_request/parse_response):
+`build_body` turns kernel history into the wire's JSON, a `StreamParser` turns the wire's
+SSE events into kernel `StreamEvent`s. Neither touches the network; `WireClient` joins an
+adapter to an endpoint and the HTTP path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, cast
+
+import msgspec
+
+from codecoder.kernel.messages import ToolResult
+from codecoder.kernel.ports import ProviderRequest, StreamEvent
+from codecoder.providers import errors
+
+WireName = Literal["chat", "responses", "anthropic"]
+Options = Mapping[str, Any]
+"""Per-provider settings from config: max_tokens, reasoning_effort, thinking_budget,
+extra_body (merged into every request body)."""
+
+
+class StreamParser(Protocol):
+    """Folds one reply's SSE events. `done` turns true at the wire's final event."""
+
+    done: bool
+
+    def parse_event(self, event: str, data: bytes) -> list[StreamEvent]:
+        """The kernel events for one SSE event; raises ProviderError on an error event."""
+        ...
+
+    def finish(self) -> list[StreamEvent]:
+        """Called when the body ends; raises ProviderError if the reply is incomplete."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class WireFormat:
+    name: WireName
+    path: str
+    """Appended to the provider's base URL for the streaming POST."""
+    models_path: str
+    """Appended to the base URL for the model list (`codecoder doctor`)."""
+    build_body: Callable[[ProviderRequest, str, Options], dict[str, Any]]
+    new_parser: Callable[[], StreamParser]
+    auth_headers: Callable[[str | None], dict[str, str]]
+
+
+_decoder = msgspec.json.Decoder()
+
+
+def decode_event(data: bytes) -> dict[str, Any]:
+    """One event's JSON object; anything else is a bad response."""
+    try:
+        value = _decoder.decode(data)
+    except msgspec.DecodeError as exc:
+        raise errors.bad_response(f"event is not JSON ({exc}): {data[:80]!r}") from exc
+    if not isinstance(value, dict):
+        raise errors.bad_response(f"event is not a JSON object: {data[:80]!r}")
+    return cast(dict[str, Any], value)
+
+
+def result_text(result: ToolResult) -> str:
+    """A tool result's text; never empty, since several wires reject empty content."""
+    text = result.text
+    if text:
+        return text
+    return "(no output)" if result.status == "success" else f"({result.status})"
+
+
+def bearer(api_key: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
+def with_extra(body: dict[str, Any], options: Options) -> dict[str, Any]:
+    """Merge `extra_body` from config last, so users can set what we do not model."""
+    extra = options.get("extra_body")
+    if isinstance(extra, Mapping):
+        body.update(cast(Mapping[str, Any], extra))
+    return body
