@@ -122,6 +122,8 @@ class Recorded:
     body: bytes
     target: str
     """The request line's target: absolute (`http://host/…`) when sent to us as a proxy."""
+    received: float = 0.0
+    """time.monotonic() when the request line arrived (one clock across processes)."""
 
     @property
     def json(self) -> Any:
@@ -426,10 +428,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.state.connections.discard(self.connection)
 
     def _record(self) -> Recorded:
+        received = time.monotonic()
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         headers = {key.lower(): value for key, value in self.headers.items()}
-        recorded = Recorded(self.command, urlsplit(self.path).path, headers, body, self.path)
+        path = urlsplit(self.path).path
+        recorded = Recorded(self.command, path, headers, body, self.path, received)
         with self.state.lock:
             self.state.requests.append(recorded)
         return recorded

@@ -1,0 +1,132 @@
+"""Whole-program figures against an instant local server, per wire format (issue 3).
+
+    .venv/bin/python bench/bench_providers.py [--runs 10]
+
+The fake wire server (tests/fakes/wire_server.py) runs in this process on 127.0.0.1;
+`codecoder exec` runs as a child process against it through a `[providers.*]` table, as
+a user's config would point it at any server. For each wire (chat, responses, anthropic):
+- launch → the first HTTP request reaching the server, and launch → exit, one-reply run;
+- a 20-round loop of `run_command echo` calls (full-auto): wall per round, i.e. the
+  20-round run minus the one-reply run, over 20; and the peak RSS of that run;
+- a 20,000-token answer in one-token SSE chunks with `--json`: first `new_token` line
+  read from the pipe → exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tests.fakes.wire_server import Call, Reply, Text, Use, WireServer
+
+WIRES = {"chat": "/v1", "responses": "/v1", "anthropic": ""}
+EXE = str(Path(sys.executable).with_name("codecoder"))
+
+
+def write_config(config_home: Path, url: str) -> None:
+    folder = config_home / "codecoder"
+    folder.mkdir(parents=True, exist_ok=True)
+    tables = [
+        f'[providers.fake-{wire}]\nbase_url = "{url}{suffix}"\nwire = "{wire}"\n'
+        f'api_key_env = "FAKE_KEY"\n'
+        for wire, suffix in WIRES.items()
+    ]
+    (folder / "config.toml").write_text("\n".join(tables))
+
+
+def run(argv: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+    """(launch time, exit time, peak RSS MB) of one child."""
+    started = time.monotonic()
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    ended = time.monotonic()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
+    if proc.stderr:
+        proc.stderr.close()
+    return started, ended, usage.ru_maxrss / 1024
+
+
+def exec_argv(wire: str, workspace: Path, *extra: str) -> list[str]:
+    return [EXE, "exec", "-m", f"fake-{wire}/model", "-C", str(workspace), *extra, "task"]
+
+
+def one_reply(
+    server: WireServer, wire: str, env: dict[str, str], workspace: Path
+) -> tuple[float, float]:
+    server.enqueue(Reply(parts=(Text("The answer is 42."), Use(input=10, output=5))))
+    started, ended, _ = run(exec_argv(wire, workspace), env)
+    first = server.posts[-1].received
+    return (first - started) * 1000, (ended - started) * 1000
+
+
+def twenty_rounds(
+    server: WireServer, wire: str, env: dict[str, str], workspace: Path
+) -> tuple[float, float]:
+    for i in range(20):
+        args = json.dumps({"command": f"echo round {i}"})
+        server.enqueue(Reply(parts=(Call("run_command", args, id=f"call_{i}"),)))
+    server.enqueue(Reply(parts=(Text("done"),)))
+    started, ended, peak = run(exec_argv(wire, workspace, "--approval", "full-auto"), env)
+    return (ended - started) * 1000, peak
+
+
+def long_answer(server: WireServer, wire: str, env: dict[str, str], workspace: Path) -> float:
+    server.enqueue(Reply(parts=(Text("tok " * 20_000, chunk=4),)))
+    proc = subprocess.Popen(
+        exec_argv(wire, workspace, "--json"), env=env, stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    first = 0.0
+    for line in proc.stdout:
+        if first == 0.0 and '"new_token"' in line:
+            first = time.monotonic()
+    proc.wait()
+    assert proc.returncode == 0
+    return (time.monotonic() - first) * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=10)
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp, WireServer() as server:
+        root = Path(tmp)
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env.update(
+            XDG_CONFIG_HOME=str(root / "config"),
+            XDG_DATA_HOME=str(root / "data"),
+            FAKE_KEY="sk-bench",
+        )
+        write_config(root / "config", server.url)
+        for wire in WIRES:
+            one_reply(server, wire, env, root)  # warm-up: bytecode caches
+            firsts, totals = zip(
+                *(one_reply(server, wire, env, root) for _ in range(options.runs)), strict=True
+            )
+            base = statistics.median(totals)
+            loops, peaks = zip(
+                *(twenty_rounds(server, wire, env, root) for _ in range(3)), strict=True
+            )
+            per_round = (statistics.median(loops) - base) / 20
+            answers = [long_answer(server, wire, env, root) for _ in range(3)]
+            print(f"{wire}:")
+            print(f"  launch -> first request   median {statistics.median(firsts):6.1f} ms")
+            print(f"  one-reply run, to exit    median {base:6.1f} ms")
+            print(
+                f"  20-round echo loop        {per_round:6.1f} ms per round, peak RSS {max(peaks):.1f} MB"
+            )
+            print(
+                f"  20,000-token answer       first token -> exit median {statistics.median(answers):6.1f} ms"
+            )
+
+
+if __name__ == "__main__":
+    main()
