@@ -120,12 +120,11 @@ def main() -> None:
             print(f"{wire}:")
             print(f"  launch -> first request   median {statistics.median(firsts):6.1f} ms")
             print(f"  one-reply run, to exit    median {base:6.1f} ms")
+            peak, answer = max(peaks), statistics.median(answers)
             print(
-                f"  20-round echo loop        {per_round:6.1f} ms per round, peak RSS {max(peaks):.1f} MB"
+                f"  20-round echo loop        {per_round:6.1f} ms per round, peak RSS {peak:.1f} MB"
             )
-            print(
-                f"  20,000-token answer       first token -> exit median {statistics.median(answers):6.1f} ms"
-            )
+            print(f"  20,000-token answer       first token -> exit median {answer:6.1f} ms")
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import pytest
 from codecoder.kernel.messages import Message, Reasoning, Text, ToolCall, tool_result, user_message
 from codecoder.kernel.ports import ProviderRequest, ToolSpec
 from codecoder.providers import anthropic, openai_chat, openai_responses
+from codecoder.providers.wire import WireCache
 from tests.providers.sdk_shapes import shape_errors
 
 READ = ToolSpec(
@@ -287,3 +288,23 @@ def test_extra_body_from_config_is_merged_last() -> None:
 def _build(wire: str, request: ProviderRequest, options: dict[str, Any] | None = None) -> Any:
     module = {"chat": openai_chat, "responses": openai_responses, "anthropic": anthropic}[wire]
     return module.build_body(request, "gpt-5", options or {})
+
+
+@pytest.mark.parametrize("wire", ["chat", "responses", "anthropic"])
+def test_the_wire_cache_gives_the_same_bodies_and_translates_each_message_once(
+    wire: str,
+) -> None:
+    module = {"chat": openai_chat, "responses": openai_responses, "anthropic": anthropic}[wire]
+    cache = WireCache()
+    first = conversation(ANTHROPIC_TOKEN if wire == "anthropic" else RESPONSES_TOKEN)
+    longer = ProviderRequest(
+        system=first.system, messages=(*first.messages, user_message("and then?", 99))
+    )
+    for request in (first, longer, longer):
+        assert module.build_body(request, "m", {}, cache) == module.build_body(request, "m", {})
+
+    def untranslated(message: Message) -> Any:
+        raise AssertionError(f"message {message.id} was translated again")
+
+    for message in longer.messages:
+        cache.get(message, untranslated)  # every message's wire form is cached

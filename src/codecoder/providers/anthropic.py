@@ -32,7 +32,15 @@ from codecoder.kernel.ports import (
 )
 from codecoder.providers import errors
 from codecoder.providers.accumulate import ToolCallAccumulator
-from codecoder.providers.wire import Options, WireFormat, decode_event, result_text, with_extra
+from codecoder.providers.wire import (
+    Options,
+    WireCache,
+    WireFormat,
+    decode_event,
+    result_text,
+    translate_all,
+    with_extra,
+)
 
 API_VERSION = "2023-06-01"
 DEFAULT_MAX_TOKENS = 8192
@@ -69,13 +77,15 @@ def decode_token(token: str | None) -> ThinkingToken | None:
 # --- request -------------------------------------------------------------------------
 
 
-def build_body(request: ProviderRequest, model: str, options: Options) -> dict[str, Any]:
+def build_body(
+    request: ProviderRequest, model: str, options: Options, cache: WireCache | None = None
+) -> dict[str, Any]:
     budget = options.get("thinking_budget")
     max_tokens = options.get("max_tokens") or DEFAULT_MAX_TOKENS + (budget or 0)
     body: dict[str, Any] = {
         "model": model,
         "max_tokens": max_tokens,
-        "messages": _messages(request.messages),
+        "messages": _messages(request.messages, cache),
         "stream": True,
     }
     if request.system:
@@ -90,21 +100,26 @@ def build_body(request: ProviderRequest, model: str, options: Options) -> dict[s
     return with_extra(body, options)
 
 
-def _messages(history: tuple[Message, ...]) -> list[dict[str, Any]]:
+def _messages(history: tuple[Message, ...], cache: WireCache | None) -> list[dict[str, Any]]:
+    """Consecutive messages of one role merge (tool results join one user turn); the
+    cached blocks are shared, so each turn's content list is a fresh one."""
     out: list[dict[str, Any]] = []
-    for message in history:
-        role = "assistant" if message.role == "assistant" else "user"
-        blocks = [block for item in message.items if (block := _block(item)) is not None]
+    for message, blocks in zip(history, translate_all(history, _blocks, cache), strict=True):
         if not blocks:
             continue  # e.g. an assistant reply cancelled before its first token
+        role = "assistant" if message.role == "assistant" else "user"
         if out and out[-1]["role"] == role:
             out[-1]["content"].extend(blocks)
         else:
-            out.append({"role": role, "content": blocks})
+            out.append({"role": role, "content": list(blocks)})
     if out and out[-1]["role"] == "user":
         last = out[-1]["content"][-1]
         out[-1]["content"][-1] = {**last, "cache_control": _EPHEMERAL}
     return out
+
+
+def _blocks(message: Message) -> tuple[dict[str, Any], ...]:
+    return tuple(block for item in message.items if (block := _block(item)) is not None)
 
 
 def _block(item: Text | Reasoning | ToolCall | ToolResult) -> dict[str, Any] | None:

@@ -19,7 +19,7 @@ from codecoder.kernel.events import Usage
 from codecoder.kernel.ports import ProviderClient, ProviderRequest, StreamEvent
 from codecoder.providers.http import HttpClient
 from codecoder.providers.pricing import Price
-from codecoder.providers.wire import Options, WireFormat
+from codecoder.providers.wire import Options, WireCache, WireFormat
 
 _encoder = msgspec.json.Encoder()
 
@@ -43,6 +43,7 @@ class WireClient:
         self.http = http
         self.options: Options = dict(options or {})
         self.price = price
+        self._cache = WireCache()
         self.headers = {
             "Content-Type": "application/json",
             "Accept": "text/event-stream",
@@ -59,7 +60,8 @@ class WireClient:
         return f"WireClient({self.spec!r}, wire={self.wire.name!r}, url={self.http.base_url!r})"
 
     def request_body(self, request: ProviderRequest) -> bytes:
-        return _encoder.encode(self.wire.build_body(request, self.model, self.options))
+        body = self.wire.build_body(request, self.model, self.options, self._cache)
+        return _encoder.encode(body)
 
     def stream(self, request: ProviderRequest, cancel: CancelToken) -> Iterator[StreamEvent]:
         events = self.http.stream(

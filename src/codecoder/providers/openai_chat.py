@@ -28,17 +28,27 @@ from codecoder.kernel.ports import (
 )
 from codecoder.providers import errors
 from codecoder.providers.accumulate import ToolCallAccumulator
-from codecoder.providers.wire import Options, WireFormat, bearer, result_text, with_extra
+from codecoder.providers.wire import (
+    Options,
+    WireCache,
+    WireFormat,
+    bearer,
+    result_text,
+    translate_all,
+    with_extra,
+)
 
 # --- request -------------------------------------------------------------------------
 
 
-def build_body(request: ProviderRequest, model: str, options: Options) -> dict[str, Any]:
+def build_body(
+    request: ProviderRequest, model: str, options: Options, cache: WireCache | None = None
+) -> dict[str, Any]:
     messages: list[dict[str, Any]] = []
     if request.system:
         messages.append({"role": "system", "content": request.system})
-    for message in request.messages:
-        messages.extend(_wire_messages(message))
+    for wire in translate_all(request.messages, _wire_messages, cache):
+        messages.extend(wire)
     body: dict[str, Any] = {
         "model": model,
         "messages": messages,

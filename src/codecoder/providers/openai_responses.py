@@ -32,10 +32,12 @@ from codecoder.providers import errors
 from codecoder.providers.accumulate import ToolCallAccumulator
 from codecoder.providers.wire import (
     Options,
+    WireCache,
     WireFormat,
     bearer,
     decode_event,
     result_text,
+    translate_all,
     with_extra,
 )
 
@@ -73,10 +75,12 @@ def decode_token(token: str | None) -> ReasoningToken | None:
 # --- request -------------------------------------------------------------------------
 
 
-def build_body(request: ProviderRequest, model: str, options: Options) -> dict[str, Any]:
+def build_body(
+    request: ProviderRequest, model: str, options: Options, cache: WireCache | None = None
+) -> dict[str, Any]:
     items: list[dict[str, Any]] = []
-    for message in request.messages:
-        items.extend(_input_items(message))
+    for wire in translate_all(request.messages, _input_items, cache):
+        items.extend(wire)
     body: dict[str, Any] = {"model": model, "input": items, "stream": True, "store": False}
     if request.system:
         body["instructions"] = request.system
