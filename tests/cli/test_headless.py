@@ -365,3 +365,127 @@ def test_version_is_fast_to_print() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
     )
     assert out.stdout.strip().endswith("[]")
+
+
+def test_a_sub_agents_question_is_answered_too(tmp_path: Path) -> None:
+    path = tmp_path / "sub.json"
+    path.write_text(
+        json.dumps(
+            {
+                "format": "codecoder-script/1",
+                "replies": [[call("agent", tasks=[{"task": "read it"}])], ["done"]],
+                "subagents": [
+                    {"match": ".", "replies": [[call("read_file", path="/etc/hostname")], ["x"]]}
+                ],
+            }
+        )
+    )
+    result = run_exec(
+        "--json",
+        "--approval",
+        "ask",
+        "--script",
+        str(path),
+        "-C",
+        str(tmp_path),
+        "go",
+        timeout=20,
+    )
+    assert result.returncode == 0, result.stderr
+    nested = [line for line in events_of(result.stdout) if line["type"] == "subagent"]
+    kinds = [line["event"]["type"] for line in nested]
+    assert "confirm_request" in kinds
+    finished = next(line["event"] for line in nested if line["event"]["type"] == "tool_finished")
+    assert set(finished) == {"type", "id", "name", "status", "content", "error"}
+    assert finished["error"]["kind"] == "denied"
+
+
+def test_a_reader_that_goes_away_stops_the_run_and_its_commands(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    command = f"echo $$ > {pidfile}; while :; do echo line; sleep 0.01; done"
+    path = script(tmp_path, [[call("run_command", command=command)], ["unused"]])
+    proc = subprocess.Popen(
+        [*CLI, "exec", "--json", *FULL_AUTO, "--script", str(path), "-C", str(tmp_path), "go"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    read_until(proc, "tool_output")
+    assert proc.stdout is not None
+    proc.stdout.close()  # the consumer is gone
+    proc.wait(timeout=15)
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    proc.stderr.close()
+    assert proc.returncode == 1 and "Traceback" not in err
+    shell_pid = int(pidfile.read_text())
+    deadline = time.monotonic() + 2
+    while alive(shell_pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not alive(shell_pid)
+
+
+@pytest.mark.parametrize(
+    ("extra", "fragment"),
+    [
+        (["--trace", "/nonexistent/dir/trace.jsonl"], "cannot write the trace"),
+        (["--stdin-replies"], "give the task"),
+    ],
+)
+def test_more_usage_errors(tmp_path: Path, extra: list[str], fragment: str) -> None:
+    path = script(tmp_path, [["fine"]])
+    task = "-" if "--stdin-replies" in extra else "go"
+    result = run_exec("--script", str(path), "-C", str(tmp_path), *extra, task)
+    assert result.returncode == 2 and fragment in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"format": "codecoder-script/1", "replies": 5}',
+        '[[{"type": "text"}]]',
+        '{"format": "codecoder-script/1", "replies": [], "subagents": [{"replies": 3}]}',
+    ],
+)
+def test_malformed_scripts_exit_2(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    result = run_exec("--script", str(path), "-C", str(tmp_path), "go")
+    assert result.returncode == 2 and "bad script" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_config_error_leaves_no_session_behind(tmp_path: Path, isolated_home: Path) -> None:
+    config = isolated_home / ".config" / "codecoder" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("[compaction]\nthreshold = 5\n")
+    path = script(tmp_path, [["fine"]])
+    result = run_exec("--script", str(path), "-C", str(tmp_path), "go")
+    assert result.returncode == 2 and "threshold" in result.stderr
+    listing = subprocess.run(
+        [*CLI, "sessions", "--all"], capture_output=True, text=True, check=False
+    )
+    assert str(tmp_path) not in listing.stdout and "go" not in listing.stdout
+
+
+def test_demo_with_a_broken_config_is_a_usage_error(isolated_home: Path) -> None:
+    config = isolated_home / ".config" / "codecoder" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("[permissions\n")
+    result = subprocess.run(
+        [*CLI, "demo", "--speed", "50"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 2 and "config.toml" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_demo_replays_and_fixes_the_example_project() -> None:
+    result = subprocess.run(
+        [*CLI, "demo", "--speed", "50"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert out.count("run_command") == 2 and "FAILED (failures=2)" in out
+    assert out.rstrip().splitlines()[-1].startswith("tokens:")
+    assert "Ran 6 tests" in out and "\n  │ OK" in out

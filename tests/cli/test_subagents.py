@@ -226,3 +226,19 @@ def test_settings_come_from_the_user_table_and_ignore_bad_values() -> None:
     )
     assert settings == SubagentSettings(max_parallel=3, max_depth=2, run_command=False)
     assert SubagentSettings.from_config({"run_command": True}).run_command is True
+
+
+def test_a_child_that_cannot_start_is_an_error_not_a_hang(tmp_path: Path) -> None:
+    from codecoder.kernel.cancel import CancelToken
+    from codecoder.kernel.subagents import ChildSpec, run_children
+
+    broken = AgentLoop(ScriptedProvider.from_replies([]), [], tmp_path)
+    broken.start().shutdown()  # a loop's thread can start only once
+    healthy = AgentLoop(ScriptedProvider.from_replies([["fine"]]), [], tmp_path)
+    outcomes = run_children(
+        [ChildSpec("a", broken, read_only=True), ChildSpec("b", healthy, read_only=True)],
+        cancel=CancelToken(),
+        emit=lambda event: None,
+    )
+    assert [o.status for o in outcomes] == ["error", "completed"]
+    assert "crashed" in outcomes[0].error

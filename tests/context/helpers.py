@@ -28,7 +28,9 @@ def git(repo: Path, *args: str) -> None:
     }
     subprocess.run(
         ["git", "-c", "commit.gpgsign=false", *args],
-        cwd=repo, env=env, check=True, capture_output=True, timeout=30,
+        cwd=repo,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=30,
     )
-
-

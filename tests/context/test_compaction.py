@@ -230,3 +230,24 @@ def test_a_failed_summary_leaves_the_view_alone(tmp_path: Path, background: bool
     assert compactor.last_error is not None
     time.sleep(0)  # the worker has been joined by close()
     assert not any(isinstance(e, NewToken) and SUMMARY_HEADER in e.text for e in events)
+
+
+class Exploding:
+    def stream(self, request: ProviderRequest, cancel: CancelToken) -> Iterator[StreamEvent]:
+        raise RuntimeError("boom")
+
+
+def test_a_crashing_provider_never_leaves_compact_now_waiting() -> None:
+    compactor = ThreadedCompactor(Exploding(), window=1000, keep_fraction=0.01)
+    view = [
+        Message(id=1, role="user", items=(Text("a" * 400),)),
+        Message(id=2, role="assistant", items=(Text("b" * 400),)),
+        Message(id=3, role="user", items=(Text("c"),)),
+    ]
+    try:
+        assert compactor.compact_now(view, CancelToken()) is None
+        assert compactor.last_error is not None and "boom" in compactor.last_error
+        compactor.observe(view, None)  # a background job after a crash still completes
+        assert compactor.wait_idle(5)
+    finally:
+        compactor.close()

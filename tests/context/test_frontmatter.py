@@ -99,7 +99,7 @@ after: yes
         ("---\nname: x\n", 1, "never closed"),
         ("---\nname: x\nthis is not a key\n---\n", 3, "expected `key: value`"),
         ("---\nname: x\nname: y\n---\n", 3, "duplicate key `name`"),
-        ('---\n\ndescription: "open\n---\n', 3, "never closed with \""),
+        ('---\n\ndescription: "open\n---\n', 3, 'never closed with "'),
         ("---\ndescription: 'open\n---\n", 2, "never closed with '"),
         ("---\ntools: [a, b\n---\n", 2, "`[` is never closed"),
         ("---\ntools: [a, [b]]\n---\n", 2, "nested lists"),
@@ -145,9 +145,7 @@ _plain = st.text(
     min_size=1,
     max_size=12,
 )
-_any_line = st.text(
-    alphabet=st.characters(blacklist_categories=("Cs", "Cc")), max_size=20
-)
+_any_line = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), max_size=20)
 _keys = st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True)
 
 

@@ -46,7 +46,11 @@ def test_a_missing_folder_is_a_usage_error(
 def test_prompt_as_a_real_process(repo: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "codecoder", "prompt", "-C", str(repo)],
-        capture_output=True, text=True, timeout=30, env=os.environ.copy(), check=False,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=os.environ.copy(),
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("You are CodeCoder")

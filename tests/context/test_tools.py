@@ -126,8 +126,7 @@ def test_todo_write_emits_the_list_and_renders_it(tmp_path: Path) -> None:
     assert events == [TodoUpdated(items=expected)]
     assert result.status == "success"
     assert result.text == (
-        "Checklist updated (1 of 3 done):\n"
-        "[x] Read the parser\n[>] Fix the bug\n[ ] Run the tests"
+        "Checklist updated (1 of 3 done):\n[x] Read the parser\n[>] Fix the bug\n[ ] Run the tests"
     )
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from codecoder.kernel.cancel import CancelToken
 from codecoder.kernel.events import (
+    Compacted,
     ConfirmReply,
     ConfirmRequest,
     Done,
@@ -25,8 +26,15 @@ from codecoder.kernel.events import (
 )
 from codecoder.kernel.handle import AgentClosed
 from codecoder.kernel.loop import AgentLoop
-from codecoder.kernel.messages import Message, Reasoning, ToolCall
-from codecoder.kernel.ports import Decision, ProviderRequest, StreamEvent, Tool, Verdict
+from codecoder.kernel.messages import Message, Reasoning, Text, ToolCall
+from codecoder.kernel.ports import (
+    CompactedView,
+    Decision,
+    ProviderRequest,
+    StreamEvent,
+    Tool,
+    Verdict,
+)
 from codecoder.kernel.trace import Tracer
 from codecoder.providers.scripted import ScriptedProvider
 from tests.invariants import check_history, check_turn
@@ -440,6 +448,65 @@ def test_a_rule_that_cannot_be_saved_still_runs_the_allowed_call(tmp_path: Path)
     events, _, _ = _confirm_run(tmp_path, ConfirmReply("allow_project"), BrokenMemory())
     finished = [e for e in events if isinstance(e, ToolFinished)]
     assert [f.status for f in finished] == ["success", "success"]
-    assert any(
-        isinstance(e, StatusUpdate) and "read-only file system" in e.detail for e in events
-    )
+    assert any(isinstance(e, StatusUpdate) and "read-only file system" in e.detail for e in events)
+
+
+def test_cancel_after_a_streamed_tool_call_still_answers_it(tmp_path: Path) -> None:
+    loop = make_loop([[call("echo", text="a"), {"type": "sleep", "seconds": 60}]], tmp_path)
+    handle = loop.start()
+    handle.send("go")
+    time.sleep(0.1)  # the call has streamed; the reply has gone silent
+    handle.cancel()
+    events = handle.wait_done(5)
+    handle.shutdown()
+    assert check_turn(events).reason == "cancelled"
+    finished = [e for e in events if isinstance(e, ToolFinished)]
+    assert [(f.id, f.status) for f in finished] == [("call_0_0", "cancelled")]
+    check_history(loop.messages)
+    assert loop.messages[1].status == "interrupted" and loop.messages[1].tool_calls
+
+
+def test_a_broken_stream_after_a_tool_call_still_answers_it(tmp_path: Path) -> None:
+    replies = [[call("echo", text="a"), {"type": "error", "kind": "network"}], ["next"]]
+    loop = make_loop(replies, tmp_path)
+    handle = loop.start()
+    handle.send("go")
+    events = handle.wait_done(5)
+    assert check_turn(events).reason == "error"
+    handle.send("again")
+    assert check_turn(handle.wait_done(5)).reason == "completed"
+    handle.shutdown()
+    check_history(loop.messages)
+
+
+class StaleCompactor:
+    """Offers a compaction prepared for a view that no longer exists."""
+
+    def observe(self, view: Any, usage: Any) -> None:
+        return None
+
+    def ready(self) -> CompactedView | None:
+        summary = Message(id=0, role="user", items=(Text("old summary"),))
+        return CompactedView(summary, first_kept_id=999, before_tokens=10, after_tokens=1)
+
+    def compact_now(self, view: Any, cancel: CancelToken) -> CompactedView | None:
+        return None
+
+
+def test_a_stale_compaction_is_never_applied(tmp_path: Path) -> None:
+    loop = make_loop([["one"]], tmp_path, compactor=StaleCompactor())
+    events = run(loop)
+    assert not any(isinstance(e, Compacted) for e in events)
+    assert [m.text for m in loop.messages] == ["go", "one"]
+
+
+def test_finished_turn_tokens_leave_the_parent_token() -> None:
+    parent = CancelToken()
+    loop_tokens = []
+    for _ in range(50):
+        child = parent.child()
+        loop_tokens.append(child)
+        child.detach()
+    assert parent.statistics()["callbacks"] == 0
+    parent.cancel()
+    assert not any(t.is_cancelled() for t in loop_tokens)

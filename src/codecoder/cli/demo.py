@@ -24,7 +24,7 @@ TASK = "The tests in this project fail. Find out why and fix it."
 
 
 def run_demo(options: Any) -> int:
-    from codecoder.cli.wiring import demo_agent
+    from codecoder.cli.wiring import WiringError, demo_agent
 
     if options.speed <= 0:
         print("codecoder: --speed must be positive", file=sys.stderr)
@@ -36,22 +36,20 @@ def run_demo(options: Any) -> int:
             shutil.copytree(project, workspace, dirs_exist_ok=True)
         with resources.as_file(bundle / "session.json") as script_path:
             script = _scaled(load_script(script_path), options.speed)
+        try:
+            setup = demo_agent(ScriptedProvider(script), workspace)
+        except WiringError as exc:
+            print(f"codecoder: {exc}", file=sys.stderr)
+            return EXIT_USAGE
         renderer = Renderer()
         renderer.line("CodeCoder demo", "bold")
         renderer.line(
-            f"An offline replay (no API key) in a copy of an example project: {workspace}\n", "dim"
+            f"An offline replay (no API key) in a copy of an example project: {workspace}\n",
+            "dim",
         )
         renderer.user(TASK)
-        setup = demo_agent(ScriptedProvider(script), workspace)
         try:
-            handle = setup.loop.start()
-            handle.send(TASK)
-            try:
-                done = _render_turn(handle, renderer)
-            except KeyboardInterrupt:
-                handle.cancel()
-                done = _render_turn(handle, renderer)
-            handle.shutdown()
+            done = _replay(setup, renderer)
         finally:
             setup.close()
         renderer.summary()
@@ -63,6 +61,24 @@ def run_demo(options: Any) -> int:
             print(f"(the project copy is kept in {workspace})")
         else:
             shutil.rmtree(workspace, ignore_errors=True)
+
+
+def _replay(setup: Any, renderer: Renderer) -> Done:
+    """Run the turn; Ctrl+C cancels it cleanly, a second Ctrl+C kills its commands."""
+    handle = setup.loop.start()
+    try:
+        handle.send(TASK)
+        try:
+            return _render_turn(handle, renderer)
+        except KeyboardInterrupt:
+            handle.cancel()
+            try:
+                return _render_turn(handle, renderer)
+            except KeyboardInterrupt:
+                setup.kill_processes()
+                return Done(cancelled=True, reason="cancelled")
+    finally:
+        handle.shutdown()
 
 
 def _render_turn(handle: Any, renderer: Renderer) -> Done:

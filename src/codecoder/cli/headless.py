@@ -10,8 +10,10 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
+from queue import SimpleQueue
 from types import FrameType
 from typing import IO, TYPE_CHECKING, Any
 
@@ -48,9 +50,11 @@ def run_exec(options: Any) -> int:
 
     trace_on = bool(options.trace)
     try:
+        if options.task == "-" and options.stdin_replies:
+            raise UsageError("--stdin-replies reads answers from standard input: give the task")
         task = _read_task(options.task)
         workspace = _workspace(options.cwd)
-        setup: AgentSetup = build_agent(options, workspace, interactive=options.stdin_replies)
+        setup: AgentSetup = build_agent(options, workspace)
     except (UsageError, WiringError) as exc:
         print(f"codecoder: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -94,10 +98,10 @@ class _Runner:
         self.buffer: list[bytes] = []
         self.size = 0
         self.turn = setup.first_turn + 1
-        self.interrupts = 0
         self.signal_exit: int | None = None
         self.handle: AgentHandle | None = None
         self.failure: Error | None = None
+        self.closed_pipe = False
         self.answer: list[str] = []
         self.replies: StdinReplies | None = None
         if stdin_replies:
@@ -110,16 +114,16 @@ class _Runner:
         self.handle = handle
         if self.json:
             self._write({"type": "session", "schema": SCHEMA, "session_id": self.setup.session_id})
-        restore = self._install_signals()
+        signals = _SignalWatcher(self._on_signal, self.setup.kill_processes)
         try:
             if self.setup.log is not None:
                 self.setup.log.begin_turn()
             handle.send(task)
             done = self._consume(handle)
         finally:
-            restore()
-            self._flush()
+            signals.close()
             handle.shutdown()
+            self._flush()
         return self._exit_code(done)
 
     def _consume(self, handle: AgentHandle) -> Done:
@@ -136,18 +140,18 @@ class _Runner:
                 return event
 
     def _show(self, event: AgentEvent) -> None:
-        if isinstance(event, ConfirmRequest | AskUser):
-            self._question(event)
+        inner = event
+        while isinstance(inner, Subagent):  # a sub-agent's question needs an answer too
+            inner = inner.event
+        if isinstance(inner, ConfirmRequest | AskUser):
+            self._question(inner)
         if isinstance(event, Error):
             self.failure = event
         elif isinstance(event, Usage) and self.setup.log is not None:
             self.setup.log.add_usage(event)
         if self.json:
-            record = codec.to_builtins(event)
+            record = _record(event)
             record["turn"] = self.turn
-            if isinstance(event, ToolFinished):
-                del record["result"]
-                record.update(_finished_fields(event))
             self._write(record)
             return
         if isinstance(event, NewToken):
@@ -178,21 +182,33 @@ class _Runner:
             self._flush()
 
     def _flush(self) -> None:
-        if self.buffer:
-            self.out.write(b"".join(self.buffer))
-            self.buffer.clear()
-            self.size = 0
-        self.out.flush()
+        """Write what is buffered. When the reader has gone (a closed pipe) nobody is
+        listening: output stops and the turn is cancelled, so no command runs on."""
+        data = b"".join(self.buffer)
+        self.buffer.clear()
+        self.size = 0
+        if self.closed_pipe:
+            return
+        try:
+            if data:
+                self.out.write(data)
+            self.out.flush()
+        except BrokenPipeError:
+            self.closed_pipe = True
+            _silence_stdout()
+            if self.handle is not None:
+                self.handle.cancel()
 
     def _exit_code(self, done: Done) -> int:
         if self.signal_exit is not None:
             return self.signal_exit
+        if self.closed_pipe:
+            return EXIT_FAILED
         if done.reason == "completed":
             if not self.json:
                 text = "".join(self.answer).strip()
                 if text:
-                    self.out.write(text.encode() + b"\n")
-                    self.out.flush()
+                    self._write_raw(text.encode() + b"\n")
             return EXIT_OK
         if done.reason == "cancelled":
             return EXIT_SIGINT
@@ -202,33 +218,71 @@ class _Runner:
                 return EXIT_USAGE
         return EXIT_FAILED
 
-    # --- signals ---------------------------------------------------------------------
+    def _write_raw(self, data: bytes) -> None:
+        self.buffer.append(data)
+        self._flush()
 
-    def _install_signals(self) -> Callable[[], None]:
-        previous = {
-            signal.SIGINT: signal.signal(signal.SIGINT, self._on_sigint),
-            signal.SIGTERM: signal.signal(signal.SIGTERM, self._on_sigterm),
+    def _on_signal(self, signum: int) -> None:
+        """On the watcher thread: the first SIGINT or a SIGTERM cancels the turn."""
+        if self.signal_exit is None:
+            self.signal_exit = EXIT_SIGTERM if signum == signal.SIGTERM else EXIT_SIGINT
+        if self.handle is not None:
+            self.handle.cancel()
+
+
+class _SignalWatcher:
+    """Signal handlers run on the main thread between bytecodes, possibly while it holds
+    a lock the cancel path needs, and a KeyboardInterrupt could cut a JSON line in half.
+    So the handler only queues the signal (SimpleQueue.put is safe there) and a watcher
+    thread acts on it. A second SIGINT kills every command group and exits at once."""
+
+    def __init__(self, on_signal: Callable[[int], None], kill: Callable[[], None]) -> None:
+        self._on_signal = on_signal
+        self._kill = kill
+        self._queue: SimpleQueue[int | None] = SimpleQueue()
+        self._interrupts = 0
+        self._thread = threading.Thread(target=self._run, name="signals", daemon=True)
+        self._thread.start()
+        self._previous = {
+            signal.SIGINT: signal.signal(signal.SIGINT, self._handler),
+            signal.SIGTERM: signal.signal(signal.SIGTERM, self._handler),
         }
 
-        def restore() -> None:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
+    def _handler(self, signum: int, frame: FrameType | None) -> None:
+        if signum == signal.SIGINT:
+            self._interrupts += 1
+            if self._interrupts > 1:
+                self._kill()
+                os._exit(EXIT_SIGINT)
+        self._queue.put(signum)
 
-        return restore
+    def _run(self) -> None:
+        while (signum := self._queue.get()) is not None:
+            self._on_signal(signum)
 
-    def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
-        self.interrupts += 1
-        if self.interrupts > 1:
-            self.setup.kill_processes()
-            os._exit(EXIT_SIGINT)
-        self.signal_exit = EXIT_SIGINT
-        if self.handle is not None:
-            self.handle.cancel()
+    def close(self) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._queue.put(None)
+        self._thread.join()
 
-    def _on_sigterm(self, signum: int, frame: FrameType | None) -> None:
-        self.signal_exit = EXIT_SIGTERM
-        if self.handle is not None:
-            self.handle.cancel()
+
+def _silence_stdout() -> None:
+    """Point fd 1 at /dev/null so the interpreter's last flush cannot fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+def _record(event: AgentEvent) -> dict[str, Any]:
+    """An event in the headless schema; a sub-agent's event nests in the same form."""
+    if isinstance(event, Subagent):
+        return {"type": "subagent", "agent_id": event.agent_id, "event": _record(event.event)}
+    record = codec.to_builtins(event)
+    if isinstance(event, ToolFinished):
+        del record["result"]
+        record.update(_finished_fields(event))
+    return record
 
 
 def _finished_fields(event: ToolFinished) -> dict[str, Any]:

@@ -116,7 +116,7 @@ def build_provider(options: Any, user_config: dict[str, Any]) -> tuple[ProviderC
     return client, f"{client.provider}/{client.model}"
 
 
-def build_agent(options: Any, workspace: Path, *, interactive: bool) -> AgentSetup:
+def build_agent(options: Any, workspace: Path) -> AgentSetup:
     """The agent of one `exec` run, its session opened (new, continued or resumed)."""
     from codecoder.sessions import SessionError, SessionLog, SessionStore
 
@@ -124,27 +124,27 @@ def build_agent(options: Any, workspace: Path, *, interactive: bool) -> AgentSet
         raise WiringError("--max-rounds must be at least 1")
     user_config = _user_config()
     provider, model = build_provider(options, user_config)
+    compactor = _compactor(provider, model, user_config)  # checks config before a session exists
     store = SessionStore()
     try:
         messages: list[Any] = []
         session_id = _pick_session(store, options, workspace)
+        if session_id is not None and options.cwd is None:
+            recorded = Path(store.get(session_id).cwd)  # a resumed session runs where it began
+            workspace = recorded if recorded.is_dir() else workspace
+        policy = _policy(workspace, options.approval)
+        tracer = _tracer(options.trace)
         if session_id is None:
             session_id = store.create(workspace, model)
-        elif options.cwd is None:  # a resumed session runs where it was started
-            recorded = Path(store.get(session_id).cwd)
-            workspace = recorded if recorded.is_dir() else workspace
         log = SessionLog(store, session_id)
         if options.resume or options.continue_:
             messages = log.resume()
         first_turn = log.info().turns
-    except SessionError as exc:
+    except (SessionError, WiringError) as exc:
         store.close()
         raise WiringError(str(exc)) from exc
-    policy = _policy(workspace, options.approval)
     manager = ProcessManager()
-    tracer = Tracer(options.trace) if options.trace else None
     tools = default_tools(workspace, provider, manager, user_config, policy)
-    compactor = _compactor(provider, model, user_config)
     loop = AgentLoop(
         provider,
         filter_tools(tools, options.approval),
@@ -167,6 +167,15 @@ def build_agent(options: Any, workspace: Path, *, interactive: bool) -> AgentSet
         log=log,
         closers=[_closer(provider), store.close, compactor.close],
     )
+
+
+def _tracer(path: str | None) -> Tracer | None:
+    if not path:
+        return None
+    try:
+        return Tracer(path)
+    except OSError as exc:
+        raise WiringError(f"cannot write the trace {path}: {exc.strerror}") from exc
 
 
 def _closer(provider: ProviderClient) -> Callable[[], object]:

@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from codecoder.kernel.cancel import Cancelled, CancelToken
+from codecoder.kernel.cancel import CancelToken
 from codecoder.kernel.events import Usage
 from codecoder.kernel.messages import Message, Text
 from codecoder.kernel.oneshot import Oneshot
@@ -162,8 +162,8 @@ class ThreadedCompactor:
             view, tokens, reply = job
             try:
                 result = self._prepare(view, tokens)
-            except (ProviderError, Cancelled) as exc:
-                self.last_error = getattr(exc, "message", str(exc))
+            except Exception as exc:  # whatever fails, the waiter gets its answer
+                self.last_error = getattr(exc, "message", None) or repr(exc)
                 result = None
             if reply is not None:
                 reply.send(result)

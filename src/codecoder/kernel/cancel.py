@@ -16,7 +16,7 @@ class Cancelled(Exception):
 
 
 class CancelToken:
-    __slots__ = ("_callbacks", "_event", "_lock", "_next_key", "_reason")
+    __slots__ = ("_callbacks", "_detach", "_event", "_lock", "_next_key", "_reason")
 
     def __init__(self) -> None:
         self._event = threading.Event()
@@ -24,6 +24,7 @@ class CancelToken:
         self._callbacks: dict[int, Callable[[], object]] = {}
         self._reason = ""
         self._next_key = 0
+        self._detach: Callable[[], None] = _noop
 
     @property
     def reason(self) -> str:
@@ -68,11 +69,17 @@ class CancelToken:
         return _noop
 
     def child(self) -> CancelToken:
-        """A token that flips with this one (but not the other way round)."""
+        """A token that flips with this one (but not the other way round). `detach()`
+        it when its work is over, so a long-lived parent does not collect callbacks."""
         child = CancelToken()
         unregister = self.on_cancel(lambda: child.cancel(self._reason))
+        child._detach = unregister
         child.on_cancel(unregister)
         return child
+
+    def detach(self) -> None:
+        """Stop following the parent (a no-op for a token made without one)."""
+        self._detach()
 
     def _unregister(self, key: int) -> None:
         with self._lock:

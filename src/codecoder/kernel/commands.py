@@ -18,8 +18,9 @@ class ProcessMessage(msgspec.Struct, frozen=True, tag="process_message", tag_fie
 
 
 class Cancel(msgspec.Struct, frozen=True, tag="cancel", tag_field="type"):
-    """Stop the running turn. Answered by Done{cancelled: true, reason: "cancelled"};
-    ignored when no turn runs."""
+    """Stop the running turn and any message queued behind it (Ctrl+C stops everything
+    the user asked for so far). Answered by Done{cancelled: true, reason: "cancelled"}
+    for each of them; ignored when no turn runs."""
 
 
 class Shutdown(msgspec.Struct, frozen=True, tag="shutdown", tag_field="type"):

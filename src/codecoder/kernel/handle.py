@@ -105,6 +105,7 @@ class AgentHandle:
 
     def turn_finished(self, token: CancelToken) -> None:
         """Called by the loop when a turn's Done is out: a later Cancel leaves it alone."""
+        token.detach()
         with self._lock:
             if token in self._pending:
                 self._pending.remove(token)

@@ -230,8 +230,8 @@ class AgentLoop:
 
     def _apply(self, view: CompactedView | None) -> bool:
         """Swap the model's view to summary + tail (only ever between rounds)."""
-        if view is None:
-            return False
+        if view is None or not any(m.id == view.first_kept_id for m in self._messages):
+            return False  # none, or prepared for a view a newer compaction has replaced
         kept = [m for m in self._messages if m.id >= view.first_kept_id]
         self._messages = [view.summary, *kept]
         if isinstance(self._history, CompactionSink):
@@ -284,6 +284,7 @@ class AgentLoop:
             self._pump(stream, token, builder, calls)
         except BaseException:
             self._keep(builder, interrupted=True)
+            self._abandon(calls)
             raise
         finally:
             unregister()
@@ -360,6 +361,15 @@ class AgentLoop:
                 finished = self._execute(call, token)
             self._emit(finished)
             self._commit(Message(id=0, role="tool", items=(_result_for_model(finished),)))
+
+    def _abandon(self, calls: list[ToolCall]) -> None:
+        """Calls of a reply cut short (cancel, broken stream) never run, but each still
+        gets its ToolStarted, ToolFinished and a cancelled result (invariants 2 and 3)."""
+        for call in calls:
+            self._emit(ToolStarted(id=call.id, name=call.name, args=call.args))
+            finished = ToolFinished(call.id, call.name, result=_cancelled(call))
+            self._emit(finished)
+            self._commit(Message(id=0, role="tool", items=(finished.result,)))  # type: ignore[arg-type]
 
     def _execute(self, call: ToolCall, token: CancelToken) -> ToolFinished:
         tool = self._tools.get(call.name)

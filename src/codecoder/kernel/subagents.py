@@ -96,9 +96,14 @@ class _ChildRunner:
         self.thread.join()
 
     def _run(self) -> None:
-        with self.slots:
-            outcome = self._drive()
-        self.result.send(outcome)
+        outcome = ChildOutcome(self.agent_id, "error", "", "the sub-agent failed to start")
+        try:
+            with self.slots:
+                outcome = self._drive()
+        except Exception as exc:  # the parent must never wait for an answer that cannot come
+            outcome = ChildOutcome(self.agent_id, "error", "", f"sub-agent crashed: {exc!r}")
+        finally:
+            self.result.send(outcome)
 
     def _drive(self) -> ChildOutcome:
         if self.cancel.is_cancelled():

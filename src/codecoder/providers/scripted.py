@@ -111,10 +111,10 @@ def parse_script(data: bytes | str) -> Script:
         raw = {"format": FORMAT, "replies": raw}
     if isinstance(raw, dict):
         for key in ("replies", "compaction"):
-            raw[key] = [_expand_reply(reply) for reply in raw.get(key, [])]
-        for sub in raw.get("subagents", []):
+            raw[key] = _expand_replies(raw.get(key, []), key)
+        for sub in _list(raw.get("subagents", []), "subagents"):
             if isinstance(sub, dict):
-                sub["replies"] = [_expand_reply(reply) for reply in sub.get("replies", [])]
+                sub["replies"] = _expand_replies(sub.get("replies", []), "subagents.replies")
     try:
         script = msgspec.convert(raw, type=Script)
     except msgspec.ValidationError as exc:
@@ -139,6 +139,16 @@ def load_script(path: Path | str) -> Script:
         return parse_script(data)
     except ScriptError as exc:
         raise ScriptError(f"bad script {path}: {exc}") from exc
+
+
+def _list(value: object, where: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise ScriptError(f"{where} must be a list, not {type(value).__name__}")
+    return value
+
+
+def _expand_replies(replies: object, where: str) -> list[object]:
+    return [_expand_reply(reply) for reply in _list(replies, where)]
 
 
 def _expand_reply(reply: object) -> object:
