@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from tests.procfs import alive
+
 CLI = [sys.executable, "-m", "codecoder"]
 FULL_AUTO = ("--approval", "full-auto")
 
@@ -269,14 +271,6 @@ def finish(
 ) -> tuple[int, list[dict[str, Any]], str]:
     out, err = proc.communicate(timeout=timeout)
     return proc.returncode, events_of(out), err
-
-
-def alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def test_json_lines_arrive_live(tmp_path: Path) -> None:

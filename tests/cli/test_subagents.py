@@ -16,6 +16,7 @@ from codecoder.kernel.ports import Tool
 from codecoder.providers.scripted import ScriptedProvider, parse_script
 from codecoder.tools.process import ProcessManager
 from tests.invariants import check_history, check_turn
+from tests.procfs import alive
 
 
 def call(name: str, **args: Any) -> dict[str, Any]:
@@ -133,15 +134,8 @@ def test_cancelling_the_parent_kills_the_childs_command(tmp_path: Path) -> None:
     assert check_turn(events).reason == "cancelled"
     outer = [e for e in events if isinstance(e, ToolFinished)]
     assert [e.status for e in outer] == ["cancelled"]
-    assert not Path(f"/proc/{pid}").exists() or _zombie(pid)
+    assert not alive(pid)
     check_history(loop.messages)
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except FileNotFoundError:
-        return False
 
 
 def test_depth_limit_removes_the_agent_tool(tmp_path: Path) -> None:

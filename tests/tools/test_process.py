@@ -17,41 +17,18 @@ from hypothesis import strategies as st
 
 from codecoder.kernel.cancel import CancelToken
 from codecoder.tools.process import (
-    MARKER_VAR,
     CommandOutcome,
     HeadTail,
     ProcessManager,
     Snapshot,
     parse_stat,
 )
+from tests.procfs import marked, stat_of
 
 pytestmark = pytest.mark.timeout(60)
 
 
 # --- helpers (independent of the code under test) ------------------------------------
-
-
-def stat_of(pid: int) -> tuple[str, int] | None:
-    """(state, ppid) of a process, None when it is gone (reaped)."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return None
-    fields = raw[raw.rindex(b")") + 2 :].split()
-    return fields[0].decode(), int(fields[1])
-
-
-def marked(marker: str) -> set[int]:
-    needle = f"{MARKER_VAR}={marker}\0".encode()
-    found: set[int] = set()
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                if needle in Path(f"/proc/{name}/environ").read_bytes():
-                    found.add(int(name))
-            except OSError:
-                continue
-    return found
 
 
 def our_zombies() -> list[int]:

@@ -19,8 +19,9 @@ from codecoder.kernel.cancel import CancelToken
 from codecoder.kernel.events import AgentEvent, ToolOutput
 from codecoder.kernel.messages import ToolResult
 from codecoder.kernel.ports import ToolContext, ToolFailure
-from codecoder.tools.process import MARKER_VAR, ProcessManager
+from codecoder.tools.process import ProcessManager
 from codecoder.tools.shell import RunCommand
+from tests.procfs import marked, stat_of
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -29,28 +30,6 @@ BOUND = 0.2  # 10x the 20 ms cancel-latency target
 
 
 # --- helpers (independent of the code under test) ------------------------------------
-
-
-def stat_of(pid: int) -> tuple[str, int] | None:
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return None
-    fields = raw[raw.rindex(b")") + 2 :].split()
-    return fields[0].decode(), int(fields[1])
-
-
-def marked(marker: str) -> set[int]:
-    needle = f"{MARKER_VAR}={marker}\0".encode()
-    found: set[int] = set()
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                if needle in Path(f"/proc/{name}/environ").read_bytes():
-                    found.add(int(name))
-            except OSError:
-                continue
-    return found
 
 
 def assert_all_gone(workspace: Path) -> None:

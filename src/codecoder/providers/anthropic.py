@@ -30,13 +30,14 @@ from codecoder.kernel.ports import (
     StreamEvent,
     TextDelta,
 )
-from codecoder.providers import errors
+from codecoder.providers import errors, wire
 from codecoder.providers.accumulate import ToolCallAccumulator
 from codecoder.providers.wire import (
     Options,
     WireCache,
     WireFormat,
     decode_event,
+    encode_token,
     result_text,
     translate_all,
     with_extra,
@@ -59,19 +60,8 @@ class ThinkingToken(
     redacted: str | None = None
 
 
-def encode_token(token: ThinkingToken) -> str:
-    return msgspec.json.encode(token).decode()
-
-
 def decode_token(token: str | None) -> ThinkingToken | None:
-    if not token:
-        return None
-    try:
-        return msgspec.json.decode(token, type=ThinkingToken)
-    except msgspec.ValidationError:
-        return None
-    except msgspec.DecodeError:
-        return None
+    return wire.decode_token(token, ThinkingToken)
 
 
 # --- request -------------------------------------------------------------------------

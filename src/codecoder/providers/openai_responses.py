@@ -28,7 +28,7 @@ from codecoder.kernel.ports import (
     StreamEvent,
     TextDelta,
 )
-from codecoder.providers import errors
+from codecoder.providers import errors, wire
 from codecoder.providers.accumulate import ToolCallAccumulator
 from codecoder.providers.wire import (
     Options,
@@ -36,6 +36,7 @@ from codecoder.providers.wire import (
     WireFormat,
     bearer,
     decode_event,
+    encode_token,
     result_text,
     translate_all,
     with_extra,
@@ -56,20 +57,8 @@ class ReasoningToken(
     encrypted_content: str | None = None
 
 
-def encode_token(token: ReasoningToken) -> str:
-    return msgspec.json.encode(token).decode()
-
-
 def decode_token(token: str | None) -> ReasoningToken | None:
-    """None for a missing token or one another wire wrote."""
-    if not token:
-        return None
-    try:
-        return msgspec.json.decode(token, type=ReasoningToken)
-    except msgspec.ValidationError:
-        return None
-    except msgspec.DecodeError:
-        return None
+    return wire.decode_token(token, ReasoningToken)
 
 
 # --- request -------------------------------------------------------------------------
@@ -79,8 +68,8 @@ def build_body(
     request: ProviderRequest, model: str, options: Options, cache: WireCache | None = None
 ) -> dict[str, Any]:
     items: list[dict[str, Any]] = []
-    for wire in translate_all(request.messages, _input_items, cache):
-        items.extend(wire)
+    for translated in translate_all(request.messages, _input_items, cache):
+        items.extend(translated)
     body: dict[str, Any] = {"model": model, "input": items, "stream": True, "store": False}
     if request.system:
         body["instructions"] = request.system

@@ -91,6 +91,24 @@ def translate_all(
     return [cache.get(m, translate) for m in messages]
 
 
+S = TypeVar("S", bound=msgspec.Struct)
+
+
+def encode_token(token: msgspec.Struct) -> str:
+    """A wire's reasoning proof as `Reasoning.token`: JSON tagged with the wire's name."""
+    return msgspec.json.encode(token).decode()
+
+
+def decode_token(token: str | None, kind: type[S]) -> S | None:
+    """The wire's own token, or None for a missing one or one another wire wrote."""
+    if not token:
+        return None
+    try:
+        return msgspec.json.decode(token, type=kind)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+
+
 _decoder = msgspec.json.Decoder()
 
 
