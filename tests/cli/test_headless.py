@@ -100,30 +100,14 @@ def test_never_ask_is_the_default_and_denies_with_a_reason(tmp_path: Path) -> No
     assert not marker.exists()
 
 
+ASK_ON_STDIN = ("--stdin-replies", "--approval", "ask")
+
+
 def test_stdin_replies_answer_confirm_requests(tmp_path: Path) -> None:
     marker = tmp_path / "marker"
-    path = script(tmp_path, [[call("run_command", command=f"touch {marker}")], ["ok"]])
-    proc = subprocess.Popen(
-        [
-            *CLI,
-            "exec",
-            "--json",
-            "--stdin-replies",
-            "--approval",
-            "ask",
-            "--script",
-            str(path),
-            "-C",
-            str(tmp_path),
-            "go",
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    seen = read_until(proc, "confirm_request")
-    request = seen[-1]
+    replies = [[call("run_command", command=f"touch {marker}")], ["ok"]]
+    proc = start(tmp_path, replies, *ASK_ON_STDIN, stdin=subprocess.PIPE)
+    request = read_until(proc, "confirm_request")[-1]
     assert request["tool_call"]["name"] == "run_command" and request["reason"]
     reply = {"type": "reply", "request_id": request["request_id"], "decision": "allow_once"}
     assert proc.stdin is not None
@@ -139,25 +123,8 @@ def test_stdin_replies_answer_confirm_requests(tmp_path: Path) -> None:
 def test_stdin_eof_means_deny(tmp_path: Path) -> None:
     marker = tmp_path / "marker"
     path = script(tmp_path, [[call("run_command", command=f"touch {marker}")], ["ok"]])
-    result = subprocess.run(
-        [
-            *CLI,
-            "exec",
-            "--json",
-            "--stdin-replies",
-            "--approval",
-            "ask",
-            "--script",
-            str(path),
-            "-C",
-            str(tmp_path),
-            "go",
-        ],
-        input="",
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
+    result = run_exec(
+        "--json", *ASK_ON_STDIN, "--script", str(path), "-C", str(tmp_path), "go", input=""
     )
     assert result.returncode == 0, result.stderr
     finished = next(line for line in events_of(result.stdout) if line["type"] == "tool_finished")
@@ -242,10 +209,13 @@ def test_trace_records_commands_and_events(tmp_path: Path) -> None:
 # --- live output and signals ---------------------------------------------------------
 
 
-def start(tmp_path: Path, replies: list[Any], *extra: str) -> subprocess.Popen[str]:
+def start(
+    tmp_path: Path, replies: list[Any], *extra: str, stdin: int | None = None
+) -> subprocess.Popen[str]:
     path = script(tmp_path, replies)
     return subprocess.Popen(
         [*CLI, "exec", "--json", "--script", str(path), "-C", str(tmp_path), *extra, "go"],
+        stdin=stdin,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -397,13 +367,7 @@ def test_a_sub_agents_question_is_answered_too(tmp_path: Path) -> None:
 def test_a_reader_that_goes_away_stops_the_run_and_its_commands(tmp_path: Path) -> None:
     pidfile = tmp_path / "pid"
     command = f"echo $$ > {pidfile}; while :; do echo line; sleep 0.01; done"
-    path = script(tmp_path, [[call("run_command", command=command)], ["unused"]])
-    proc = subprocess.Popen(
-        [*CLI, "exec", "--json", *FULL_AUTO, "--script", str(path), "-C", str(tmp_path), "go"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = start(tmp_path, [[call("run_command", command=command)], ["unused"]], *FULL_AUTO)
     read_until(proc, "tool_output")
     assert proc.stdout is not None
     proc.stdout.close()  # the consumer is gone
