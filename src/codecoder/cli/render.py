@@ -46,6 +46,7 @@ class Renderer:
         self.input_tokens = 0
         self.output_tokens = 0
         self.streamed: set[str] = set()
+        self.partial: dict[str, str] = {}
 
     def style(self, text: str, *names: str) -> str:
         if not self.color or not names:
@@ -87,12 +88,17 @@ class Renderer:
         self._write(f"{head} {self.style(_brief(event.args), 'dim')}\n")
 
     def _on_ToolOutput(self, event: ToolOutput) -> None:
+        """Chunks end anywhere; only whole lines are shown, the rest waits for more."""
         self.mode = "output"
         self.streamed.add(event.id)
-        for line in event.chunk.splitlines():
+        *lines, self.partial[event.id] = (self.partial.get(event.id, "") + event.chunk).split("\n")
+        for line in lines:
             self._write(self.style(f"  │ {line}", "dim") + "\n")
 
     def _on_ToolFinished(self, event: ToolFinished) -> None:
+        rest = self.partial.pop(event.id, "")
+        if rest:
+            self._write(self.style(f"  │ {rest}", "dim") + "\n")
         mark, colour = _MARKS[event.status]
         if event.error is not None:
             detail = f"{event.error.kind}: {event.error.message}"

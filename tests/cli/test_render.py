@@ -1,0 +1,26 @@
+"""The terminal renderer shows whole lines of live output, however the chunks fall."""
+
+from __future__ import annotations
+
+import io
+
+from codecoder.cli.render import Renderer
+from codecoder.kernel.events import ToolFinished, ToolOutput, ToolStarted
+from codecoder.kernel.messages import tool_result
+
+
+def test_output_chunks_split_mid_line_render_as_whole_lines() -> None:
+    out = io.StringIO()
+    renderer = Renderer(out, color=False)
+    renderer.show(ToolStarted("c1", "run_command", {"command": "test"}))
+    for chunk in ("test_a ... ", "ok\ntest_b ..", ". FAIL\n\nFAILED", " (failures=1)"):
+        renderer.show(ToolOutput("c1", chunk))
+    renderer.show(ToolFinished("c1", "run_command", result=tool_result("c1", "[exit code 1]")))
+    lines = out.getvalue().splitlines()
+    assert lines[1:5] == [
+        "  │ test_a ... ok",
+        "  │ test_b ... FAIL",
+        "  │ ",
+        "  │ FAILED (failures=1)",
+    ]
+    assert "[exit code 1]" in lines[5]
