@@ -1,0 +1,136 @@
+"""`codecoder` and `codecoder resume`: a plain line-mode interactive session.
+
+A first client on the same handle the headless runner uses: the user's lines go in as
+ProcessMessage, events are rendered as they arrive, questions (ConfirmRequest, AskUser)
+are put to the user and answered through their oneshot. Ctrl+C cancels the running turn;
+at the prompt it clears the line, and a second one (or Ctrl+D, or /exit) leaves.
+Commands: /compact, /exit. The richer terminal client will replace the input side.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from codecoder.cli.main import EXIT_OK, EXIT_USAGE
+from codecoder.cli.render import Renderer
+from codecoder.kernel.events import (
+    AgentEvent,
+    AskUser,
+    Compacted,
+    ConfirmReply,
+    ConfirmRequest,
+    Decision,
+    Done,
+    StatusUpdate,
+    Subagent,
+    Usage,
+)
+from codecoder.kernel.handle import AgentHandle
+
+_ANSWERS: dict[str, Decision] = {
+    "y": "allow_once",
+    "a": "allow_session",
+    "p": "allow_project",
+    "n": "deny",
+}
+_CONFIRM_PROMPT = "  allow? [y]es once, [a]lways this session, always this [p]roject, [n]o: "
+
+
+def run_repl(options: Any) -> int:
+    from codecoder.cli.wiring import WiringError, build_agent
+
+    workspace = Path(options.cwd or ".").expanduser().resolve()
+    if not workspace.is_dir():
+        print(f"codecoder: no such folder: {workspace}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        setup = build_agent(options, workspace)
+    except WiringError as exc:
+        print(f"codecoder: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    renderer = Renderer()
+    handle = setup.loop.start()
+    try:
+        renderer.line(f"CodeCoder · session {setup.session_id[:8]} · {setup.loop.workspace}", "dim")
+        renderer.line("Ctrl+C stops a turn · /compact · /exit or Ctrl+D to leave", "dim")
+        _Session(handle, renderer, setup).run()
+    finally:
+        handle.shutdown()
+        setup.close()
+    return EXIT_OK
+
+
+class _Session:
+    def __init__(self, handle: AgentHandle, renderer: Renderer, setup: Any) -> None:
+        self.handle = handle
+        self.renderer = renderer
+        self.setup = setup
+
+    def run(self) -> None:
+        while (line := self._read("\n> ")) is not None:
+            text = line.strip()
+            if not text:
+                continue
+            if text in ("/exit", "/quit"):
+                return
+            if text == "/compact":
+                self.handle.compact()
+                self._until(lambda e: isinstance(e, Compacted | StatusUpdate) and _settles(e))
+                continue
+            if self.setup.log is not None:
+                self.setup.log.begin_turn()
+            self.handle.send(text)
+            self._until(lambda e: isinstance(e, Done))
+
+    def _until(self, last: Any) -> None:
+        """Render events until one satisfies `last`; Ctrl+C cancels what is running."""
+        while True:
+            try:
+                event = self.handle.next_event()
+            except KeyboardInterrupt:
+                self.handle.cancel()
+                continue
+            if event is None:
+                return
+            self._show(event)
+            if last(event):
+                return
+
+    def _show(self, event: AgentEvent) -> None:
+        self.renderer.show(event)
+        if isinstance(event, Usage) and self.setup.log is not None:
+            self.setup.log.add_usage(event)
+        inner = event
+        while isinstance(inner, Subagent):
+            inner = inner.event
+        if isinstance(inner, ConfirmRequest):
+            answer = self._read(_CONFIRM_PROMPT)
+            decision = _ANSWERS.get((answer or "n").strip()[:1].lower(), "deny")
+            inner.reply.send(ConfirmReply(decision))
+        elif isinstance(inner, AskUser):
+            for number, option in enumerate(inner.options, 1):
+                self.renderer.line(f"  {number}. {option}")
+            answer = (self._read(f"? {inner.question}\n  ") or "").strip()
+            if answer.isdigit() and 0 < int(answer) <= len(inner.options):
+                answer = inner.options[int(answer) - 1]
+            inner.reply.send(answer)
+
+    @staticmethod
+    def _read(prompt: str) -> str | None:
+        """A line from the user; None at end of input. Ctrl+C gives an empty line."""
+        try:
+            return input(prompt)
+        except EOFError:
+            return None
+        except KeyboardInterrupt:
+            print()
+            return ""
+
+
+def _settles(event: AgentEvent) -> bool:
+    """The end of a /compact: its result, not the 'compacting' progress note."""
+    return isinstance(event, Compacted) or (
+        isinstance(event, StatusUpdate) and event.status == "compact"
+    )
