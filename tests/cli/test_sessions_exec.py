@@ -160,3 +160,27 @@ def test_sigkill_at_fifty_random_points_then_resume(tmp_path: Path) -> None:
     rng = random.Random(1234)
     for _ in range(50):
         _kill_and_resume(tmp_path, rng.uniform(0.05, 1.6))
+
+
+def test_resume_after_repair_dropped_the_last_stored_message(tmp_path: Path) -> None:
+    """A stored tail that repair leaves out (an orphan result) must not block new ids."""
+    from codecoder.kernel.messages import Message, user_message
+    from codecoder.sessions.repair import cancelled_result
+
+    store = SessionStore()
+    try:
+        session = store.create(tmp_path, "scripted")
+        store.append(session, user_message("first", id=1))
+        store.append(session, Message(id=2, role="assistant", items=()))
+        store.append(session, Message(id=3, role="tool", items=(cancelled_result("ghost"),)))
+    finally:
+        store.close()
+    path = script(tmp_path / "s.json", [["fine"]])
+    code, lines = exec_json(tmp_path, path, "--resume", session)
+    assert code == 0 and lines[-1]["reason"] == "completed"
+    store = SessionStore()
+    try:
+        ids = [m.id for m in store.load_messages(session)]
+    finally:
+        store.close()
+    assert ids == [1, 2, 3, 4, 5]

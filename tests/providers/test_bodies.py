@@ -308,3 +308,17 @@ def test_the_wire_cache_gives_the_same_bodies_and_translates_each_message_once(
 
     for message in longer.messages:
         cache.get(message, untranslated)  # every message's wire form is cached
+
+
+def test_responses_reasoning_without_encrypted_content_is_not_sent_back() -> None:
+    bare = openai_responses.encode_token(openai_responses.ReasoningToken(id="rs_2"))
+    request = ProviderRequest(
+        system="",
+        messages=(
+            user_message("x", 1),
+            Message(id=2, role="assistant", items=(Reasoning("thought", bare), Text("answer"))),
+            user_message("y", 3),
+        ),
+    )
+    items = openai_responses.build_body(request, "custom-deployment", {})["input"]
+    assert not any(item.get("type") == "reasoning" for item in items)

@@ -441,3 +441,14 @@ def test_no_proxy_bypasses_the_proxy(
     server.enqueue(Reply((Text("direct"),)))
     assert text_of(collect(make_client("chat"))) == "direct"
     assert not server.posts[0].target.startswith("http")
+
+
+def test_a_key_that_cannot_go_in_a_header_is_a_config_error(
+    server: WireServer, make_client: MakeClient
+) -> None:
+    client = make_client("chat")
+    client.headers["Authorization"] = "Bearer sk-…"  # pasted with a typographic ellipsis
+    with pytest.raises(ProviderError) as caught:
+        list(client.stream(simple_request(), CancelToken()))
+    assert caught.value.kind == "config"
+    assert server.posts == []

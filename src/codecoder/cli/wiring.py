@@ -140,6 +140,7 @@ def build_agent(options: Any, workspace: Path) -> AgentSetup:
         if options.resume or options.continue_:
             messages = log.resume()
         first_turn = log.info().turns
+        next_id = (store.last_message_id(session_id) or 0) + 1
     except (SessionError, WiringError) as exc:
         store.close()
         raise WiringError(str(exc)) from exc
@@ -156,6 +157,7 @@ def build_agent(options: Any, workspace: Path) -> AgentSetup:
         tracer=tracer,
         messages=messages,
         first_turn=first_turn,
+        next_id=next_id,
         compactor=compactor,
     )
     return AgentSetup(

@@ -84,7 +84,8 @@ class StaticPrompt:
 
 class AgentLoop:
     """Construct with the concrete provider, tools and policies (the edge wires them),
-    then `start()` for a handle. `messages` seeds the history (a resumed session)."""
+    then `start()` for a handle. `messages` seeds the history (a resumed session) and
+    `next_id` the id its next message takes."""
 
     def __init__(
         self,
@@ -99,6 +100,7 @@ class AgentLoop:
         tracer: Tracer | None = None,
         messages: Sequence[Message] = (),
         first_turn: int = 0,
+        next_id: int = 1,
         name: str = "agent",
         compactor: Compactor | None = None,
     ) -> None:
@@ -117,7 +119,8 @@ class AgentLoop:
         self._compactor = compactor
         self._usage: Usage | None = None
         self._messages: list[Message] = list(messages)
-        self._next_id = max((m.id for m in self._messages), default=0) + 1
+        # a resumed view may lack the store's last ids (compacted, or dropped by repair)
+        self._next_id = max(next_id, max((m.id for m in self._messages), default=0) + 1)
         self.turn = first_turn
         self.name = name
         self._commands: SimpleQueue[Envelope] = SimpleQueue()

@@ -177,7 +177,10 @@ class HttpClient:
         watch = _Watch()
         unregister = cancel.on_cancel(watch.fire)
         try:
-            request = client.build_request("POST", url, content=body, headers=headers)
+            try:
+                request = client.build_request("POST", url, content=body, headers=headers)
+            except (UnicodeEncodeError, httpx.InvalidURL) as exc:
+                raise ProviderError("config", f"cannot build the request to {url}: {exc}") from exc
             with watch.bound():
                 response = client.send(request, stream=True)
             try:

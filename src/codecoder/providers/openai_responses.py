@@ -141,17 +141,17 @@ def _function_call(call: ToolCall) -> dict[str, Any]:
 
 
 def _reasoning_item(item: Reasoning) -> dict[str, Any] | None:
+    """Only reasoning that carries its encrypted content goes back: with `store: false`
+    the server keeps nothing, and an item sent by id alone fails the whole request."""
     token = decode_token(item.token)
-    if token is None:
+    if token is None or token.encrypted_content is None:
         return None
-    out: dict[str, Any] = {
+    return {
         "type": "reasoning",
         "id": token.id,
         "summary": [{"type": "summary_text", "text": text} for text in token.summary],
+        "encrypted_content": token.encrypted_content,
     }
-    if token.encrypted_content is not None:
-        out["encrypted_content"] = token.encrypted_content
-    return out
 
 
 # --- stream --------------------------------------------------------------------------

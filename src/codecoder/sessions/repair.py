@@ -37,9 +37,10 @@ def repair(messages: Sequence[Message]) -> list[Message]:
       messages left empty;
     - an interrupted assistant message keeps its text and its status.
 
-    A new tool message takes the id after its assistant message's. Only when that id is
-    already used (a dangling call followed by more messages, which no resume of ours writes)
-    does it share the assistant message's id. Idempotent: repair(repair(h)) == repair(h).
+    A new tool message takes the id after the run. When no id is free there (a dangling
+    call followed by more messages, which no resume of ours writes), the unanswered calls
+    are replaced by a note in their assistant message, so ids stay unique and increasing.
+    Idempotent: repair(repair(h)) == repair(h).
     One pass, and the messages that need no change are passed on as they are: resume runs
     this over the whole history. Items are tested with `type(x) is T`, not isinstance: the
     kernel's item types are final, and msgspec's metaclass makes isinstance three times
@@ -84,8 +85,10 @@ class _Repair:
             self.out.append(Message(id=self.out[-1].id + 1, role="tool", items=missing))
         elif self.out[-1].role == "tool":
             self.out[-1] = _with_items(self.out[-1], self.out[-1].items + missing)
-        else:
-            self.out.append(Message(id=self._free_id(next_id), role="tool", items=missing))
+        elif self.dropped_run_id is not None:
+            self.out.append(Message(id=self.dropped_run_id, role="tool", items=missing))
+        else:  # no id is free before the next message: the unanswered calls are dropped
+            self.out[-1] = _without_calls(self.out[-1], set(self.calls) - self._answered())
         self.calls = {}
         self.dropped_run_id = None
 
@@ -102,12 +105,8 @@ class _Repair:
         same = len(kept) == len(message.items)
         self.out.append(message if same else _with_items(message, tuple(kept)))
 
-    def _free_id(self, next_id: int | None) -> int:
-        if self.dropped_run_id is not None:
-            return self.dropped_run_id
-        if next_id is None or self.owner_id + 1 < next_id:
-            return self.owner_id + 1
-        return self.owner_id
+    def _answered(self) -> set[str]:
+        return {call for call, done in self.calls.items() if done}
 
 
 def problems(messages: Sequence[Message]) -> list[str]:
@@ -115,7 +114,11 @@ def problems(messages: Sequence[Message]) -> list[str]:
     found: list[str] = []
     owner: Message | None = None
     answered: dict[str, bool] = {}
+    last_id: int | None = None
     for message in messages:
+        if last_id is not None and message.id <= last_id:
+            found.append(f"message {message.id} does not come after message {last_id}")
+        last_id = message.id
         if not message.items:
             found.append(f"message {message.id} ({message.role}) is empty")
         if message.role == "tool":
@@ -155,6 +158,17 @@ def _normalised(message: Message) -> Message | None:
         return message if message.items else None
     items = tuple(item for item in message.items if type(item) not in banned)
     return _with_items(message, items) if items else None
+
+
+def _without_calls(message: Message, call_ids: set[str]) -> Message:
+    """The assistant message with those calls replaced by a note of what was cut off."""
+    items: list[MessageItem] = []
+    for item in message.items:
+        if type(item) is ToolCall and item.id in call_ids:
+            items.append(Text(f"[tool call {item.name} ({item.id}) was cut off before it ran]"))
+        else:
+            items.append(item)
+    return _with_items(message, tuple(items))
 
 
 def _with_items(message: Message, items: tuple[MessageItem, ...]) -> Message:
