@@ -191,6 +191,26 @@ ATTACKS: dict[str, Attack] = {
         cmd(lambda w: f"echo <<EOF\n$(touch {w.out}/hd)\nEOF"),
         absent(lambda w: w.out / "hd"),
     ),
+    "here-doc: backticks the parser leaves as text": Attack(
+        "run_command",
+        cmd(lambda w: f"echo hi <<EOF\n`touch {w.out}/hd-tick`\nEOF"),
+        absent(lambda w: w.out / "hd-tick"),
+    ),
+    "here-doc: $(…) after a tab": Attack(
+        "run_command",
+        cmd(lambda w: f"echo hi <<EOF\n\t$(touch {w.out}/hd-tab)\nEOF"),
+        absent(lambda w: w.out / "hd-tab"),
+    ),
+    "here-doc: a command after its start": Attack(
+        "run_command",
+        cmd(lambda w: f"echo hi <<EOF && touch {w.out}/hd-and\nhi\nEOF"),
+        absent(lambda w: w.out / "hd-and"),
+    ),
+    "here-doc: arguments after its start": Attack(
+        "run_command",
+        cmd(lambda w: f"touch <<EOF {w.out}/hd-args\nEOF"),
+        absent(lambda w: w.out / "hd-args"),
+    ),
     "here-string": Attack(
         "run_command",
         cmd(lambda w: f"echo <<< $(touch {w.out}/hs)"),
@@ -218,6 +238,61 @@ ATTACKS: dict[str, Attack] = {
     ),
     "bash -c": Attack(
         "run_command", cmd(lambda w: f"bash -c 'touch {w.out}/bc'"), absent(lambda w: w.out / "bc")
+    ),
+    "env sh -c into ~/.bashrc": Attack(
+        "run_command",
+        cmd(lambda w: "env sh -c 'echo pwned >> ~/.bashrc'"),
+        absent(lambda w: w.home / ".bashrc"),
+    ),
+    "timeout bash -c into .git/hooks": Attack(
+        "run_command",
+        cmd(lambda w: "timeout 5 bash -c 'echo touch pwned > .git/hooks/pre-commit'"),
+        absent(lambda w: w.ws / ".git/hooks/pre-commit"),
+    ),
+    "bash -c -- SCRIPT": Attack(
+        "run_command",
+        cmd(lambda w: "bash -c -- 'echo pwned >> ~/.bashrc'"),
+        absent(lambda w: w.home / ".bashrc"),
+    ),
+    "builtin eval": Attack(
+        "run_command",
+        cmd(lambda w: "builtin eval 'echo pwned >> ~/.bashrc'"),
+        absent(lambda w: w.home / ".bashrc"),
+    ),
+    "bash -c with a run-time script": Attack(
+        "run_command",
+        cmd(lambda w: "X='echo pwned >> ~/.bashrc'; bash -c \"$X\""),
+        absent(lambda w: w.home / ".bashrc"),
+    ),
+    "eval of a variable": Attack(
+        "run_command",
+        cmd(lambda w: f"X='touch {w.out}/ev-var'; eval \"$X\""),
+        absent(lambda w: w.out / "ev-var"),
+    ),
+    "script piped into sh": Attack(
+        "run_command",
+        cmd(lambda w: f"echo touch {w.out}/piped | sh"),
+        absent(lambda w: w.out / "piped"),
+    ),
+    "argument $HOME": Attack(
+        "run_command",
+        cmd(lambda w: "cp README.md $HOME/.bashrc"),
+        absent(lambda w: w.home / ".bashrc"),
+    ),
+    "glob into .git/hooks": Attack(
+        "run_command",
+        cmd(lambda w: "cp README.md .gi?/hooks/pre-commit"),
+        absent(lambda w: w.ws / ".git/hooks/pre-commit"),
+    ),
+    "bare cd, then a relative write": Attack(
+        "run_command",
+        cmd(lambda w: "cd && touch .bashrc"),
+        absent(lambda w: w.home / ".bashrc"),
+    ),
+    "cwd ~": Attack(
+        "run_command",
+        lambda w: {"command": "touch cwd-home", "cwd": "~"},
+        absent(lambda w: w.home / "cwd-home"),
     ),
     "xargs": Attack(
         "run_command",

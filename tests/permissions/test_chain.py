@@ -105,6 +105,37 @@ CHAIN_CASES = [
     case("deny through xargs", "ls | xargs -n 1 rm", "deny", {"deny": [RM]}),
     case("deny through bash -c", "bash -lc 'cd x && rm y'", "deny", {"deny": [RM]}),
     case("deny through a function", "f() { rm x; }; f", "deny", {"deny": [RM]}),
+    case("deny through env bash -c", "env bash -c 'rm x'", "deny", {"deny": [RM]}),
+    case("deny through nohup sh -c", "nohup sh -c 'rm x'", "deny", {"deny": [RM]}),
+    case("deny through timeout bash -c", "timeout 5 bash -c 'rm x'", "deny", {"deny": [RM]}),
+    case("deny through bash -c --", "bash -c -- 'rm -rf src'", "deny", {"deny": [RM]}),
+    case("deny through bash -o … -c", "bash -o pipefail -c 'rm x'", "deny", {"deny": [RM]}),
+    case("deny through builtin eval", "builtin eval 'rm x'", "deny", {"deny": [RM]}),
+    case("deny through command eval", "command eval 'rm x'", "deny", {"deny": [RM]}),
+    case("deny through sudo bash -c", "sudo -u root bash -c 'rm x'", "deny", {"deny": [RM]}),
+    case("deny through env -iu", "env -iu FOO rm x", "deny", {"deny": [RM]}),
+    case("deny through sudo --user", "sudo --user root rm x", "deny", {"deny": [RM]}),
+    case("deny through xargs -i", "ls | xargs -i rm {}", "deny", {"deny": [RM]}),
+    case("deny through busybox", "busybox rm x", "deny", {"deny": [RM]}),
+    case("run-time bash -c asks", "X='rm x'; bash -c \"$X\"", "ask", allow("run_command")),
+    case("run-time eval asks", "X='rm x'; eval \"$X\"", "ask", allow("run_command")),
+    case("run-time env bash -c asks", 'env bash -c "$X"', "ask", allow("run_command")),
+    case("a script on stdin asks", "echo rm x | sh", "ask", allow("run_command")),
+    case("a sourced substitution asks", "source <(echo rm x)", "ask", allow("run_command")),
+    case("run-time wrapper word asks", "timeout $T rm x", "ask", allow("run_command")),
+    case("here-doc backticks ask", "echo hi <<EOF\n`touch x`\nEOF", "ask", allow(ECHO)),
+    case("here-doc $( after a tab asks", "echo hi <<EOF\n\t$(touch x)\nEOF", "ask", allow(ECHO)),
+    case("here-doc $( after spaces asks", "echo hi <<EOF\n  $(touch x)\nEOF", "ask", allow(ECHO)),
+    case("quoted here-doc is data", "echo hi <<'EOF'\n`touch x`\nEOF", "allow", allow(ECHO)),
+    case("here-doc without substitutions", "echo hi <<EOF\nplain $HOME\nEOF", "allow", allow(ECHO)),
+    case(
+        "command after a here-doc start",
+        "echo hi <<EOF && rm x\nhi\nEOF",
+        "deny",
+        {"allow": [ECHO], "deny": [RM]},
+    ),
+    case("pipe after a here-doc start", "echo hi <<EOF | sh\nrm x\nEOF", "ask", allow(ECHO)),
+    case("words after a here-doc start", "echo <<EOF rm x\nEOF", "ask", allow("run_command")),
     case("allow does not cover a wrapper", "env git status", "ask", allow(STATUS)),
     case("allow does not cover an assignment", "PATH=/tmp git status", "ask", allow(STATUS)),
     case("allow does not cover $X", "echo $HOME", "ask", allow(ECHO)),
@@ -342,6 +373,22 @@ def test_a_cwd_outside_the_workspace_asks(workspace: Path) -> None:
     assert allowed.decide(*run("ls", cwd="src")).verdict == "allow"
     assert allowed.decide(*run("ls", cwd="..")).verdict == "ask"
     assert allowed.decide(*run("ls", cwd="/")).verdict == "ask"
+
+
+def test_the_cwd_is_resolved_as_run_command_resolves_it(isolated_home: Path) -> None:
+    """`~` in cwd is the home folder for the tool (tools/shell.py), so for the check too:
+    redirections are judged in the folder the command really runs in."""
+    (isolated_home / "sub").mkdir()
+    rules = {"allow": ["run_command(echo:*)", "write_file(sub/**)"]}
+    allowed = policy(isolated_home, rules)
+    assert allowed.decide(*run("echo x > f", cwd="~/sub")).verdict == "allow"
+    assert allowed.decide(*run("echo x > f", cwd="~")).verdict == "ask"
+    full_auto = policy(isolated_home, mode="full-auto")
+    decision = full_auto.decide(*run("echo x > config.toml", cwd="~/.config/codecoder"))
+    assert decision.verdict == "ask"
+    assert "configuration" in decision.reason
+    assert full_auto.decide(*run("echo x > f", cwd="~/sub")).verdict == "allow"
+    assert full_auto.decide(*run("ls", cwd="a\x00b")).verdict == "ask"
 
 
 def test_redirections_resolve_against_the_cwd(workspace: Path) -> None:

@@ -119,6 +119,84 @@ def test_full_auto_sees_outside_paths_in_plain_arguments(tmp_path: Path) -> None
         assert policy.decide(*run(command)).verdict == "allow", command
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        # an argument only known at run time may name any place
+        "cp evil $HOME/.bashrc",
+        'cp evil "$HOME/.bashrc"',
+        "cp x ${HOME}/.ssh/authorized_keys",
+        'cp evil "$PWD/.git/config"',
+        "ln -s $HOME/.bashrc y && echo x >> y",
+        "cp evil $(echo ~)/.bashrc",
+        "cp evil {.git,x}/hooks/pre-commit",
+        "cp evil --target-directory=$HOME",
+        "echo ${!X}",
+        # a glob that could reach outside or into a protected folder
+        "cp evil .gi?/hooks/pre-commit",
+        "cp evil .codecode[r]/config.toml",
+        "cp evil .GI?/hooks/pre-commit",
+        "cp evil .gi[[:alpha:]]/hooks/pre-commit",
+        "tee -a .g*/config < evil",
+        "sed -i s/a/b/ /et?/passwd",
+        "ls ~/*",
+        "rm -rf .*",
+        "cp evil src/*/../../x",
+        "shopt -s dotglob; cp evil */hooks/pre-commit",
+        "GLOBIGNORE=x; cp evil */hooks/pre-commit",
+        # a cd whose destination is not spelled out
+        "cd && chmod -R 777 .",
+        "cd $HOME && rm -rf .ssh",
+        'cd "$OLDPWD"; rm -rf *',
+        "cd - && ls",
+        "cd -P",
+        "pushd +1",
+        "builtin cd && touch x",
+        "CDPATH=/ cd etc && rm -rf *",
+        # shell code behind a wrapper writing outside or into a protected place
+        "env sh -c 'echo x > ~/.bashrc'",
+        "env bash -c 'echo x > .git/hooks/pre-commit'",
+        "timeout 5 bash -c 'echo x >> ~/.bashrc'",
+        "bash -c -- 'echo x >> ~/.bashrc'",
+        "command eval 'echo x > ~/.bashrc'",
+        "X='echo x >> ~/.bashrc'; bash -c \"$X\"",
+        "echo 'echo x >> ~/.bashrc' | sh",
+        # a network client behind a wrapper
+        "env curl -s https://example.com",
+        "nice -n 5 wget https://example.com",
+    ],
+)
+def test_full_auto_asks_what_it_cannot_place(tmp_path: Path, command: str) -> None:
+    (tmp_path / ".git" / "hooks").mkdir(parents=True)
+    decision = RulePolicy(tmp_path, "full-auto").decide(*run(command))
+    assert decision.verdict == "ask", decision.reason
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "ls *.py",
+        "rm -rf build/*",
+        "cat src/**/*.py",
+        "ls .github/*",
+        "cp evil */hooks/pre-commit",  # without dotglob `*` does not match `.git`
+        "grep -rn foo --include='*.py' .",
+        "echo $$ > pid; echo $! $? ${#X}",
+        "diff <(ls a) <(ls b)",
+        "cd src && ls -la",
+        "pushd src && popd",
+        "bash -lc 'make test'",
+        "bash script.sh",
+        "echo hi <<'EOF'\n`not run`\nEOF",
+        "export PATH=$HOME/bin:$PATH",
+    ],
+)
+def test_full_auto_still_runs_plain_work_inside(tmp_path: Path, command: str) -> None:
+    (tmp_path / ".git" / "hooks").mkdir(parents=True)
+    decision = RulePolicy(tmp_path, "full-auto").decide(*run(command))
+    assert decision.verdict == "allow", decision.reason
+
+
 def test_the_mode_can_change_during_a_session(tmp_path: Path) -> None:
     policy = RulePolicy(tmp_path, "ask")
     assert policy.decide(*CALLS["write inside"]()).verdict == "ask"

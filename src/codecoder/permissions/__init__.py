@@ -1,7 +1,8 @@
 """Permissions: which tool calls run, which ask the user, which are refused.
 
 `RulePolicy` implements `kernel.ports.PermissionPolicy` with the four-level chain of
-DESIGN.md §5 (chain.py); rules.py is the rule syntax, shell.py the command parser,
+DESIGN.md §5 (chain.py); rules.py is the rule syntax, shell.py the command parser
+(words.py: the wrappers it sees through), fullauto.py what full-auto still asks about,
 modes.py the approval modes, trust.py the trusted-folder list. docs/permissions.md is the
 user's guide.
 """

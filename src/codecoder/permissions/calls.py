@@ -21,7 +21,8 @@ from codecoder.kernel.messages import ToolCall
 from codecoder.kernel.ports import Risk, Tool
 from codecoder.permissions.paths import Place, place, protected_reason
 from codecoder.permissions.rules import COMMAND_TOOL, EDIT_FAMILY, READ_FAMILY
-from codecoder.permissions.shell import Redirect, SimpleCommand, Word, odd_character, parse_command
+from codecoder.permissions.shell import Redirect, SimpleCommand, odd_character, parse_command
+from codecoder.permissions.words import Word
 
 WRITE_TOOL = "write_file"
 READ_TOOL = "read_file"
@@ -38,10 +39,16 @@ _TILDE_ONLY = re.compile(r"~(/[^$`*?\[{]*)?")
 
 
 class CommandPart(msgspec.Struct, frozen=True):
+    """A simple command, with what the rest of its line says about where it runs."""
+
     command: SimpleCommand
     cwd: Path
     changes_directory: bool
     tool: str = COMMAND_TOOL
+    globs_dotfiles: bool = False
+    """The line may make `*` match dot-files such as `.git` (shell.ShellParse)."""
+    uses_cdpath: bool = False
+    """`cd NAME` may go to a NAME found through CDPATH rather than below the cwd."""
 
 
 class FilePart(msgspec.Struct, frozen=True):
@@ -78,6 +85,9 @@ class Scope(msgspec.Struct, frozen=True):
 
     workspace: Path
     roots: tuple[Path, ...]
+    config_inside: Path | None = None
+    """CodeCoder's config folder (real path) when it lies inside the roots, as when the
+    workspace is the home folder: then a plain relative argument can name it."""
 
 
 def analyse(tool: Tool, call: ToolCall, scope: Scope) -> list[Part]:
@@ -150,15 +160,24 @@ def command_parts(args: dict[str, Any], scope: Scope) -> list[Part]:
     parsed = parse_command(command)
     parts: list[Part] = [Hazard(COMMAND_TOOL, f"`{_short(command)}`: {p}") for p in parsed.problems]
     moves = parsed.changes_directory
-    parts.extend(CommandPart(cmd, cwd, moves) for cmd in parsed.commands)
+    dotfiles = parsed.globs_dotfiles
+    cdpath = parsed.uses_cdpath or bool(os.environ.get("CDPATH"))
+    parts.extend(
+        CommandPart(cmd, cwd, moves, COMMAND_TOOL, dotfiles, cdpath) for cmd in parsed.commands
+    )
     parts.extend(_redirect_part(r, cwd, moves, scope) for r in parsed.redirects)
     return parts
 
 
 def _command_cwd(cwd_arg: str | None, scope: Scope) -> Path | None:
-    if cwd_arg is None:
+    """The folder the command runs in, resolved exactly as run_command resolves it
+    (tools.shell: `~` expanded, relative to the workspace, symlinks followed); None when
+    that is outside the workspace roots."""
+    if not cwd_arg:
         return scope.workspace
-    target = place(cwd_arg, scope.workspace, scope.workspace, scope.roots, tool=False)
+    if "\x00" in cwd_arg:
+        return None
+    target = place(cwd_arg, scope.workspace, scope.workspace, scope.roots, tool=True)
     return target.real if target.inside else None
 
 

@@ -19,6 +19,7 @@ can read.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -38,8 +39,10 @@ from codecoder.permissions.calls import (
     UrlPart,
     analyse,
 )
-from codecoder.permissions.matching import full_auto_concern, rule_matches, values
+from codecoder.permissions.fullauto import full_auto_concern
+from codecoder.permissions.matching import rule_matches, values
 from codecoder.permissions.modes import NEEDS_A_PERSON, ApprovalMode
+from codecoder.permissions.paths import is_inside
 from codecoder.permissions.rules import (
     COMMAND_TOOL,
     Rule,
@@ -94,7 +97,9 @@ class RulePolicy:
         extra_roots: Sequence[Path] = (),
     ) -> None:
         self.workspace = workspace.resolve()
-        self.scope = Scope(self.workspace, (self.workspace, *(r.resolve() for r in extra_roots)))
+        roots = (self.workspace, *(r.resolve() for r in extra_roots))
+        config = Path(os.path.realpath(paths.config_dir()))
+        self.scope = Scope(self.workspace, roots, config if is_inside(config, roots) else None)
         self.trusted = trusted
         self._mode: ApprovalMode = mode
         self._user = user if user is not None else RuleSet()

@@ -23,10 +23,13 @@ import re
 import shlex
 import threading
 import unicodedata
+from collections.abc import Sequence
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
+
+from codecoder.permissions.words import Unwrapped, Word, unwrap
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
@@ -40,18 +43,18 @@ MAX_DEPTH = 40
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh"})
 """Shells whose `-c SCRIPT` argument is parsed as nested commands."""
 
+_SHELL_LONG_VALUES = frozenset({"--rcfile", "--init-file"})
+"""Long options of bash whose value is the next word."""
+_STREAM_FILES = ("/dev/", "/proc/")
+"""A script read from here is made up by the line itself (`/dev/stdin`, `/dev/fd/3`)."""
+_DOTGLOB_WORDS = ("dotglob", "GLOBIGNORE", "BASHOPTS")
 _DEV_SINKS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
 _ODD_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp", "Zs"})
 _GLOB = re.compile(r"[*?\[]")
 _TILDE = re.compile(r"(^|[=:])~")
+_QUOTING = re.compile(r"[\\'\"]")
+"""Any quoting in a here-document's delimiter makes its body plain data."""
 _BRACE = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
-
-
-class Word(msgspec.Struct, frozen=True):
-    """One shell word: its literal value, or its source text when `expands` is set."""
-
-    text: str
-    expands: bool = False
 
 
 class SimpleCommand(msgspec.Struct, frozen=True):
@@ -64,10 +67,6 @@ class SimpleCommand(msgspec.Struct, frozen=True):
     @property
     def words(self) -> tuple[Word, ...]:
         return self.assignments + self.argv
-
-    @property
-    def name(self) -> Word | None:
-        return self.argv[0] if self.argv else None
 
 
 class Redirect(msgspec.Struct, frozen=True):
@@ -88,10 +87,24 @@ class ShellParse(msgspec.Struct, frozen=True):
 
     @property
     def changes_directory(self) -> bool:
-        """A `cd` anywhere makes relative redirection targets unknowable statically."""
+        """A `cd` anywhere (also `builtin cd`, `env -C dir …`) makes relative
+        redirection targets unknowable statically."""
+        return any(_changes_directory(unwrap(cmd.argv)) for cmd in self.commands)
+
+    @property
+    def globs_dotfiles(self) -> bool:
+        """The line may make globs match dot-files (`shopt -s dotglob`, `GLOBIGNORE=…`,
+        `BASHOPTS`), so `*` may match `.git`."""
+        return self._mentions(_DOTGLOB_WORDS)
+
+    @property
+    def uses_cdpath(self) -> bool:
+        """The line mentions CDPATH, which makes `cd NAME` look for NAME elsewhere first."""
+        return self._mentions(("CDPATH",))
+
+    def _mentions(self, needles: Sequence[str]) -> bool:
         return any(
-            cmd.name is not None and cmd.name.text in ("cd", "pushd", "popd")
-            for cmd in self.commands
+            needle in word.text for cmd in self.commands for word in cmd.words for needle in needles
         )
 
 
@@ -131,13 +144,11 @@ def _parse(text: str, depth: int) -> ShellParse:
         return ShellParse(source=text, problems=(str(exc),))
     except RecursionError:
         return ShellParse(source=text, problems=("it is nested too deeply",))
-    commands = tuple(walker.commands)
-    problems = [*walker.problems, *_name_problems(commands)]
     return ShellParse(
         source=text,
-        commands=commands,
+        commands=tuple(walker.commands),
         redirects=tuple(walker.redirects),
-        problems=tuple(problems),
+        problems=tuple(walker.problems),
     )
 
 
@@ -166,36 +177,108 @@ def odd_character(text: str) -> str | None:
     return None
 
 
-def _name_problems(commands: tuple[SimpleCommand, ...]) -> list[str]:
+def _name_problems(cmd: SimpleCommand, unwrapped: Unwrapped) -> list[str]:
+    """A command whose name (behind its wrappers) or whose wrappers' own words are only
+    known at run time, or whose name could be a look-alike, cannot be vouched for."""
     problems: list[str] = []
-    for cmd in commands:
-        name = cmd.name
-        if name is None:
-            continue
-        if name.expands:
-            problems.append(f"the command name `{name.text}` is only known at run time")
-        elif not name.text.isascii():
-            problems.append(f"the command name `{name.text}` has non-ASCII characters")
+    if not unwrapped.certain:
+        problems.append(f"what `{_excerpt(cmd.source)}` runs is only known at run time")
+    name = unwrapped.argv[0] if unwrapped.argv else None
+    if name is None:
+        return problems
+    if name.expands:
+        problems.append(f"the command name `{name.text}` is only known at run time")
+    elif not name.text.isascii():
+        problems.append(f"the command name `{name.text}` has non-ASCII characters")
     return problems
 
 
-def shell_script_argument(argv: tuple[Word, ...]) -> Word | None:
-    """The SCRIPT of `sh -c SCRIPT` / `bash -lc SCRIPT` / `eval WORDS`, if the command is one."""
-    if not argv or argv[0].expands:
-        return None
-    name = argv[0].text.rsplit("/", 1)[-1]
+class Script(NamedTuple):
+    """Shell code a command runs: written out in the line (`text`), or only known at run
+    time (`text` None; `origin` says where it comes from)."""
+
+    text: str | None
+    origin: str = ""
+
+
+def shell_script(unwrapped: Unwrapped) -> Script | None:
+    """The shell code a command runs, also behind wrappers (`env bash -c …`, `builtin
+    eval …`): the SCRIPT of `sh -c SCRIPT` / `bash -lc -- SCRIPT`, the words of `eval`;
+    only known at run time for `bash -c "$X"`, `eval "$X"`, `source <(…)`, and a shell
+    that reads its script from standard input (`… | sh`). None: it runs no shell code
+    (or a script file, which is like running any program)."""
+    name, args = unwrapped.name, unwrapped.argv[1:]
     if name == "eval":
-        rest = argv[1:]
-        expands = any(word.expands for word in rest)
-        return Word(" ".join(word.text for word in rest), expands=expands) if rest else None
-    if name not in SHELLS:
-        return None
-    for index, word in enumerate(argv[1:-1], start=1):
-        if word.expands or not word.text.startswith("-") or word.text.startswith("--"):
-            continue
-        if "c" in word.text[1:]:
-            return argv[index + 1]
+        return _eval_script(args)
+    if name in (".", "source"):
+        return _sourced_script(args)
+    if name in SHELLS:
+        return _shell_script(args)
     return None
+
+
+def _eval_script(args: tuple[Word, ...]) -> Script | None:
+    """eval joins its words with spaces and runs the result."""
+    if args and args[0] == Word("--"):
+        args = args[1:]
+    if not args:
+        return None
+    text = " ".join(word.text for word in args)
+    return Script(None, f"`{_excerpt(text)}`") if any(w.expands for w in args) else Script(text)
+
+
+def _sourced_script(args: tuple[Word, ...]) -> Script | None:
+    if args and args[0] == Word("--"):
+        args = args[1:]
+    return _script_file(args[0]) if args else None
+
+
+def _script_file(word: Word) -> Script | None:
+    """A script file is like any program, unless the line makes up its contents
+    (`<(…)`, `$F`, `/dev/stdin`)."""
+    if word.expands or word.text.startswith(_STREAM_FILES):
+        return Script(None, f"`{_excerpt(word.text)}`")
+    return None
+
+
+def _shell_script(args: tuple[Word, ...]) -> Script | None:
+    """What `sh [options] [-c] [--] [SCRIPT | FILE]` runs. `-o NAME`/`-O NAME` take a
+    value; `-` or `--` end the options; with `c` among them the first word after is the
+    script; else the first word is a script file, and without one (or with `-s`) the
+    script is read from standard input."""
+    flags = ""
+    index = 0
+    while index < len(args):
+        text = args[index].text
+        if args[index].expands:
+            return Script(None, f"`{_excerpt(text)}`")
+        if text in ("-", "--"):
+            index += 1
+            break
+        if len(text) < 2 or text[0] not in "-+":
+            break
+        if text.startswith("--"):
+            index += 2 if text in _SHELL_LONG_VALUES else 1
+            continue
+        flags += text[1:] if text[0] == "-" else ""
+        index += 1 + text.count("o") + text.count("O")
+    operand = args[index] if index < len(args) else None
+    if "c" in flags:
+        if operand is None or not operand.expands:
+            return None if operand is None else Script(operand.text)
+        return Script(None, f"`{_excerpt(operand.text)}`")
+    if operand is None or "s" in flags:
+        return Script(None, "its standard input")
+    return _script_file(operand)
+
+
+def _changes_directory(unwrapped: Unwrapped) -> bool:
+    return unwrapped.chdir or unwrapped.name in ("cd", "pushd", "popd")
+
+
+def _excerpt(text: str, limit: int = 60) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 class _Walker:
@@ -315,9 +398,19 @@ class _Walker:
     def add_command(
         self, assignments: tuple[Word, ...], argv: tuple[Word, ...], node: Node
     ) -> None:
-        self.commands.append(SimpleCommand(assignments, argv, self.text(node)))
-        script = shell_script_argument(argv)
-        if script is not None and not script.expands:
+        command = SimpleCommand(assignments, argv, self.text(node))
+        self.commands.append(command)
+        unwrapped = unwrap(argv)
+        self.problems.extend(_name_problems(command, unwrapped))
+        script = shell_script(unwrapped)
+        if script is None:
+            return
+        if script.text is None:
+            self.problems.append(
+                f"`{_excerpt(command.source)}` runs shell code only known at run time"
+                f" ({script.origin})"
+            )
+        else:
             self.script(script.text)
 
     def script(self, text: str) -> None:
@@ -357,15 +450,24 @@ class _Walker:
         end = next((c for c in node.named_children if c.type == "heredoc_end"), None)
         if start is None or end is None:
             raise _Unsupported("a here-document has no end")
-        delimiter = _heredoc_delimiter(self.text(start))
+        raw_delimiter = self.text(start)
+        delimiter = _heredoc_delimiter(raw_delimiter)
         strip_tabs = any(c.type == "<<-" for c in node.children)
         self._check_heredoc_end(end, delimiter, strip_tabs)
         for child in node.named_children:
+            if child.type in ("heredoc_start", "heredoc_end"):
+                continue
             if child.type in _REDIRECTS:
                 self.redirect(child)
             elif child.type == "heredoc_body":
                 self._check_heredoc_body(child, delimiter, strip_tabs)
+                if not _QUOTING.search(raw_delimiter):
+                    self._check_unparsed_substitutions(child)
                 self.nested(child)
+            elif child.type in _STATEMENTS:  # `cat <<EOF && rm x`, `cat <<EOF | sh`
+                self.statement(child)
+            else:  # `rm <<EOF -rf x`: arguments tree-sitter files under the redirection
+                raise _Unsupported("words follow a here-document's start (parsers disagree)")
 
     def _check_heredoc_end(self, end: Node, delimiter: str, strip_tabs: bool) -> None:
         line_start = self.data.rfind(b"\n", 0, end.start_byte) + 1
@@ -378,6 +480,17 @@ class _Walker:
         for line in self.text(body).split("\n"):
             if (line.lstrip("\t") if strip_tabs else line) == delimiter:
                 raise _Unsupported("a here-document ends in a way parsers disagree on")
+
+    def _check_unparsed_substitutions(self, body: Node) -> None:
+        """In an unquoted here-document bash runs `$(…)` and backticks, but tree-sitter
+        leaves some as plain text (backticks anywhere, `$(…)` after leading blanks). Text
+        outside the substitutions it did parse must hold none of them."""
+        text = bytearray(self.data[body.start_byte : body.end_byte])
+        for sub in _substitutions(body):
+            start, stop = sub.start_byte - body.start_byte, sub.end_byte - body.start_byte
+            text[start:stop] = b" " * (stop - start)
+        if any(marker in text for marker in (b"`", b"$(", b"$[")):
+            raise _Unsupported("a here-document runs a substitution the parser does not see")
 
     # --- words -------------------------------------------------------------------
 
@@ -445,6 +558,13 @@ class _Walker:
                 self.statement(child)
         finally:
             self.depth -= 1
+
+
+def _substitutions(node: Node) -> list[Node]:
+    """The outermost command substitutions in `node`."""
+    if node.type == "command_substitution":
+        return [node]
+    return [sub for child in node.named_children for sub in _substitutions(child)]
 
 
 def _heredoc_delimiter(raw: str) -> str:
