@@ -25,14 +25,6 @@ def sessions_db() -> Path:
     return data_dir() / "sessions.sqlite3"
 
 
-def runtime_dir() -> Path:
-    """The daemon socket's folder: `$XDG_RUNTIME_DIR/codecoder`, else `/tmp/codecoder-$UID`."""
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime:
-        return Path(runtime) / "codecoder"
-    return Path(f"/tmp/codecoder-{os.getuid()}")
-
-
 def project_dir(workspace: Path) -> Path:
     """`.codecoder/` of a project: config.toml (shared), config.local.toml (written by us)."""
     return workspace / ".codecoder"

@@ -25,8 +25,6 @@ the main agent, which sees only your final message: make it a complete, self-con
 answer (paths, line numbers, findings). You can read, list and search files but not change \
 them. Work efficiently and stop as soon as you can answer."""
 
-READ_ONLY_TOOLS = ("read_file", "list_dir", "glob", "grep")
-
 
 @dataclass(frozen=True, slots=True)
 class SubagentSettings:

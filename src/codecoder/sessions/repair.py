@@ -59,7 +59,6 @@ class _Repair:
     def __init__(self) -> None:
         self.out: list[Message] = []
         self.calls: dict[str, bool] = {}  # the open assistant message's calls → answered
-        self.owner_id = 0
         self.dropped_run_id: int | None = None  # a free id: a tool message left out
 
     def add(self, message: Message) -> None:
@@ -73,7 +72,6 @@ class _Repair:
         self.out.append(kept)
         if kept.role == "assistant":
             self.calls = {item.id: False for item in kept.items if type(item) is ToolCall}
-            self.owner_id = kept.id
 
     def close(self, next_id: int | None) -> None:
         """End the open assistant message's run, answering the calls still unanswered."""
