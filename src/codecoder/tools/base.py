@@ -8,6 +8,7 @@ is validated against the same struct, and a mismatch is a ToolError, never a cra
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from functools import cache
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -42,7 +43,7 @@ def _inline(node: Any, components: dict[str, Any]) -> Any:
     return node
 
 
-class TypedTool(Generic[A]):
+class TypedTool(ABC, Generic[A]):
     """Subclasses set `name`, `description`, `risk` and `args_type` as plain class
     attributes (`name = "read_file"`) and implement `call`."""
 
@@ -64,5 +65,6 @@ class TypedTool(Generic[A]):
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         return self.call(self.parse(args), ctx)
 
+    @abstractmethod
     def call(self, args: A, ctx: ToolContext) -> ToolResult:
-        raise NotImplementedError
+        """Run with validated arguments; raise ToolFailure when the tool cannot run."""
