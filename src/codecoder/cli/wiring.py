@@ -5,7 +5,7 @@ Only the CLI (and later the daemon) wires; the kernel knows none of these (invar
 
 from __future__ import annotations
 
-import uuid
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -229,4 +229,4 @@ def demo_agent(provider: ProviderClient, workspace: Path) -> AgentSetup:
     policy = _policy(workspace, "full-auto")
     tools = default_tools(workspace, provider, manager, {}, policy)
     loop = AgentLoop(provider, tools, workspace, policy=policy, prompt=PromptBuilder(workspace))
-    return AgentSetup(loop=loop, session_id=uuid.uuid4().hex[:16], manager=manager)
+    return AgentSetup(loop=loop, session_id=os.urandom(8).hex(), manager=manager)
