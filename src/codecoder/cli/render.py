@@ -6,6 +6,7 @@ output must stay readable when piped (colours only on a terminal).
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import IO, Any
 
@@ -35,6 +36,11 @@ _STYLES = {
     "italic": "\x1b[3m",
 }
 _RESET = "\x1b[0m"
+_CONTROLS = {c: f"^{chr(c + 64)}" for c in (*range(0x09), *range(0x0B, 0x20))} | {0x7F: "^?"}
+"""C0 controls but tab and newline, and DEL, in caret notation: an escape sequence in a
+command or its output cannot move the cursor or hide what is about to be approved."""
+_LINE_END = re.compile(r"\r\n|\n|\r")
+_LONG_LINE = 4096
 _MARKS = {"success": ("✓", "green"), "error": ("✗", "red"), "cancelled": ("⊘", "yellow")}
 
 
@@ -49,6 +55,8 @@ class Renderer:
         self.partial: dict[str, str] = {}
 
     def style(self, text: str, *names: str) -> str:
+        """Untrusted text made safe (control characters shown, not obeyed), then styled."""
+        text = text.translate(_CONTROLS)
         if not self.color or not names:
             return text
         return "".join(_STYLES[n] for n in names) + text + _RESET
@@ -74,7 +82,7 @@ class Renderer:
 
     def _on_NewToken(self, event: NewToken) -> None:
         self._enter("text")
-        self._write(event.text)
+        self._write(self.style(event.text))
 
     def _on_NewReasoning(self, event: NewReasoning) -> None:
         if self.mode != "reasoning":
@@ -88,10 +96,16 @@ class Renderer:
         self._write(f"{head} {self.style(_brief(event.args), 'dim')}\n")
 
     def _on_ToolOutput(self, event: ToolOutput) -> None:
-        """Chunks end anywhere; only whole lines are shown, the rest waits for more."""
+        """Chunks end anywhere; only whole lines are shown, the rest waits for more (a
+        carriage return ends a line too, and a line is shown once it grows long)."""
         self.mode = "output"
         self.streamed.add(event.id)
-        *lines, self.partial[event.id] = (self.partial.get(event.id, "") + event.chunk).split("\n")
+        text = self.partial.get(event.id, "") + event.chunk
+        *lines, rest = _LINE_END.split(text)
+        if len(rest) > _LONG_LINE:
+            lines.append(rest)
+            rest = ""
+        self.partial[event.id] = rest
         for line in lines:
             self._write(self.style(f"  │ {line}", "dim") + "\n")
 
@@ -127,7 +141,7 @@ class Renderer:
         self._enter("idle")
         boxes = {"pending": "☐", "in_progress": "◐", "done": "☑"}
         for item in event.items:
-            self._write(f"  {boxes[item.status]} {item.content}\n")
+            self._write(f"  {boxes[item.status]} {self.style(item.content)}\n")
 
     def _on_Subagent(self, event: Subagent) -> None:
         inner = event.event

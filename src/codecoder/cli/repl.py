@@ -85,18 +85,18 @@ class _Session:
             self._until(lambda e: isinstance(e, Done))
 
     def _until(self, last: Any) -> None:
-        """Render events until one satisfies `last`; Ctrl+C cancels what is running."""
+        """Render events until one satisfies `last`; Ctrl+C, wherever it lands (waiting,
+        rendering), cancels what is running and the events go on to its Done."""
         while True:
             try:
                 event = self.handle.next_event()
+                if event is None:
+                    return
+                self._show(event)
+                if last(event):
+                    return
             except KeyboardInterrupt:
                 self.handle.cancel()
-                continue
-            if event is None:
-                return
-            self._show(event)
-            if last(event):
-                return
 
     def _show(self, event: AgentEvent) -> None:
         self.renderer.show(event)
