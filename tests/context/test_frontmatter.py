@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codecoder.context.frontmatter import FrontMatterError, parse, parse_named
+from codecoder.context.frontmatter import QUOTE_CAP, FrontMatterError, parse, parse_named
 
 
 def test_no_front_matter_means_the_whole_text_is_body() -> None:
@@ -177,3 +177,19 @@ def test_written_values_read_back_unchanged(fields: dict[str, str | list[str]], 
     expected = {key: ("" if value == [] and not flow else value) for key, value in fields.items()}
     assert front.fields == expected
     assert front.body == "the body"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "---\n" + "x" * 30_000 + "\n---\n",
+        "---\ndescription: d\nname: " + "n" * 30_000 + "\n---\n",
+        "---\n" + "k" * 30_000 + ": 1\n" + "k" * 30_000 + ": 2\n---\n",
+    ],
+)
+def test_errors_quote_at_most_a_short_piece_of_a_long_line(text: str) -> None:
+    """Errors become warnings in the prompt: a 30 000-character line must not go with them."""
+    with pytest.raises(FrontMatterError) as caught:
+        parse_named(text, "skills/x/SKILL.md", default_name="x")
+    assert len(caught.value.message) < QUOTE_CAP + 60
+    assert "…" in caught.value.message

@@ -5,16 +5,27 @@
 are looked up at every level from that root down to the workspace; outside a repository
 only the workspace itself counts, so a stray AGENTS.md in $HOME never leaks into an
 unrelated folder. Every read is capped in bytes, and what was left out is said in a note.
+
+A file is read only when it is a regular file whose real path (symlinks resolved) lies
+inside the folder it belongs to: the repository root (the workspace outside a
+repository) for project files, the user config dir for the user's. A cloned repository
+could otherwise link AGENTS.md to /proc/self/environ or ~/.ssh and have the secrets put
+into the prompt, or hang the read on a FIFO.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from pathlib import Path
+from typing import BinaryIO
 
 import msgspec
 
 KIB = 1024
+GIT_FILE_CAP = 4 * KIB + 16
+"""A `.git` file: `gitdir: ` and a path (PATH_MAX is 4 KiB)."""
 
 
 def workspace_path(workspace: Path | str) -> Path:
@@ -34,10 +45,11 @@ def git_dir(root: Path) -> Path:
     dot_git = root / ".git"
     if dot_git.is_file():
         try:
-            first = dot_git.read_text(encoding="utf-8", errors="replace").splitlines()[:1]
+            capped = read_capped(dot_git, GIT_FILE_CAP)
         except OSError:
             return dot_git
-        if first and first[0].startswith("gitdir:"):
+        first = capped.text.splitlines()[:1]
+        if not capped.omitted and first and first[0].startswith("gitdir:"):
             return root / first[0].removeprefix("gitdir:").strip()
     return dot_git
 
@@ -67,18 +79,56 @@ class Capped(msgspec.Struct, frozen=True):
 
     text: str
     omitted: int
+    used: int
+    """Bytes of the cap this read took: all of it when the file was cut, else its length
+    (what a family's budget is charged, whatever the file's stat size claims)."""
 
 
-def read_capped(path: Path, cap: int) -> Capped:
-    """At most `cap` bytes of the file, cut at a line end when one is near, otherwise at a
-    character boundary. Raises OSError (FileNotFoundError when it is not there)."""
-    with path.open("rb") as handle:
+class NotAllowed(OSError):
+    """A file the prompt must not read: not a regular file, or a link leading out of the
+    folder it belongs to. `strerror` says which."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(errno.EACCES, reason)
+
+
+def read_capped(path: Path, cap: int, within: Path | None = None) -> Capped:
+    """At most `cap` bytes of the regular file `path`, cut at a line end when one is near,
+    otherwise at a character boundary. With `within`, the file's real path must be inside
+    that folder. Raises OSError: FileNotFoundError when it is not there, NotAllowed."""
+    with open_regular(path, within) as handle:
         size = os.fstat(handle.fileno()).st_size
         data = handle.read(cap + 1) if cap > 0 else b""
     if len(data) <= cap:
-        return Capped(data.decode("utf-8", errors="replace"), max(0, size - len(data)))
+        omitted = max(0, size - len(data))
+        used = cap if omitted else len(data)
+        return Capped(data.decode("utf-8", errors="replace"), omitted, used)
     kept = _cut(data, cap)
-    return Capped(kept.decode("utf-8", errors="replace"), max(size, len(data)) - len(kept))
+    omitted = max(size, len(data)) - len(kept)
+    return Capped(kept.decode("utf-8", errors="replace"), omitted, cap)
+
+
+def open_regular(path: Path, within: Path | None = None) -> BinaryIO:
+    """`path` opened for reading if it is a regular file (inside `within`, when given).
+    Opened without blocking and checked again on the open file, so a FIFO or device put
+    in its place meanwhile is refused instead of hanging or streaming forever."""
+    real = os.path.realpath(path)
+    if within is not None and not _inside(real, within):
+        if not os.path.lexists(real):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path))
+        raise NotAllowed(f"it leads outside {within} (symlinks are followed only inside it)")
+    if not stat.S_ISREG(os.stat(real).st_mode):
+        raise NotAllowed("not a regular file")
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY | os.O_CLOEXEC
+    fd = os.open(real, flags)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise NotAllowed("not a regular file")
+    return os.fdopen(fd, "rb")
+
+
+def _inside(real: str, folder: Path) -> bool:
+    return Path(real).is_relative_to(os.path.realpath(folder))
 
 
 def _cut(data: bytes, cap: int) -> bytes:

@@ -4,13 +4,15 @@ base prompt, environment, AGENTS.md files, CONTEXT.md files, the skills index.
 Each piece is plain text, empty when there is nothing to say. Files are capped per file
 and per family; when a family's budget runs out, the files nearest the workspace keep
 their share first (they are the most specific), and whatever was left out is named in a
-`[… cut: N bytes of PATH not shown]` note where it would have been.
+`[… cut: N bytes of PATH not shown]` note where it would have been. Only regular files
+inside the folder they belong to are read (files.open_regular); others are left out with
+a warning.
 """
 
 from __future__ import annotations
 
 import os
-import stat
+import re
 import sys
 from collections.abc import Sequence
 from datetime import date
@@ -20,7 +22,7 @@ import msgspec
 
 from codecoder import paths
 from codecoder.context.files import KIB, capped_text, display_path, git_dir, read_capped
-from codecoder.context.skills import SkillCatalogue
+from codecoder.context.skills import Skill, SkillCatalogue
 
 FILE_CAP = 32 * KIB
 AGENTS_TOTAL_CAP = 64 * KIB
@@ -28,6 +30,7 @@ CONTEXT_TOTAL_CAP = 64 * KIB
 SKILLS_INDEX_CAP = 16 * KIB
 DESCRIPTION_CAP = 1024
 GIT_STATUS_TIMEOUT = 1.0
+HEAD_CAP = 256
 
 BASE_PROMPT = """\
 You are CodeCoder, a coding agent working in the user's terminal on the project described \
@@ -64,10 +67,12 @@ of guessing."""
 
 
 class Source(msgspec.Struct, frozen=True):
-    """An instruction file that may exist, and how the prompt names it."""
+    """An instruction file that may exist, how the prompt names it, and the folder its
+    real path must be inside (the repository root, or the user config dir)."""
 
     path: Path
     shown_as: str
+    within: Path
 
 
 # --- environment ---------------------------------------------------------------------
@@ -96,15 +101,25 @@ def git_summary(root: Path | None) -> str:
     return f"yes, root {root}, {_head(root)}, {_changes(root)}"
 
 
+_REF = re.compile(r"ref:\s*(refs/[^\x00-\x20\x7f]+)\s*")
+_OBJECT_ID = re.compile(r"([0-9a-f]{40}|[0-9a-f]{64})\s*")
+
+
 def _head(root: Path) -> str:
+    """The branch or commit HEAD names. HEAD is read only as a small regular file (not a
+    FIFO or /dev/zero), and shown only when it looks like a ref or an object id: the git
+    folder may lie outside the repository (worktrees), so what it links to is not
+    checked, and nothing else of an odd file should reach the prompt."""
     try:
-        head = (git_dir(root) / "HEAD").read_text(encoding="utf-8", errors="replace").strip()
+        capped = read_capped(git_dir(root) / "HEAD", HEAD_CAP)
     except OSError:
         return "HEAD unreadable"
-    if head.startswith("ref:"):
-        ref = head.removeprefix("ref:").strip()
-        return f"branch {ref.removeprefix('refs/heads/')}"
-    return f"detached HEAD at {head[:12]}"
+    head = capped.text if not capped.omitted else ""
+    if ref := _REF.fullmatch(head):
+        return f"branch {ref.group(1).removeprefix('refs/heads/')}"
+    if object_id := _OBJECT_ID.fullmatch(head):
+        return f"detached HEAD at {object_id.group(1)[:12]}"
+    return "HEAD unreadable"
 
 
 def _changes(root: Path) -> str:
@@ -117,7 +132,12 @@ def _changes(root: Path) -> str:
 
 
 def _changed_files(root: Path) -> int | None:
-    """Lines of `git status --porcelain`, None when git is missing, fails or is slow."""
+    """Lines of `git status --porcelain`, None when git is missing, fails or is slow.
+
+    The repository may be untrusted, so its fsmonitor hook is switched off. A clean
+    filter in its config can still run when git rehashes a changed file: the same
+    exposure as running `git status` there by hand (git refuses repositories owned by
+    another user)."""
     import shutil
     import subprocess
 
@@ -126,7 +146,7 @@ def _changed_files(root: Path) -> int | None:
         return None
     try:
         done = subprocess.run(
-            [git, "--no-optional-locks", "status", "--porcelain"],
+            [git, "--no-optional-locks", "-c", "core.fsmonitor=false", "status", "--porcelain"],
             cwd=root,
             stdin=subprocess.DEVNULL,
             capture_output=True,
@@ -146,18 +166,18 @@ def _changed_files(root: Path) -> int | None:
 def agents_md_sources(levels: Sequence[Path]) -> list[Source]:
     """The user's AGENTS.md, then one file per level: AGENTS.md, else CLAUDE.md."""
     user = paths.config_dir() / "AGENTS.md"
-    sources = [Source(user, str(user))]
+    sources = [Source(user, str(user), paths.config_dir())]
     for level in levels:
         chosen = level / "AGENTS.md"
         if not chosen.is_file() and (level / "CLAUDE.md").is_file():
             chosen = level / "CLAUDE.md"
-        sources.append(Source(chosen, display_path(chosen, levels[0])))
+        sources.append(Source(chosen, display_path(chosen, levels[0]), levels[0]))
     return sources
 
 
 def context_md_sources(levels: Sequence[Path]) -> list[Source]:
     files = [level / "CONTEXT.md" for level in levels]
-    return [Source(path, display_path(path, levels[0])) for path in files]
+    return [Source(path, display_path(path, levels[0]), levels[0]) for path in files]
 
 
 def agents_md(sources: Sequence[Source], warnings: list[str]) -> str:
@@ -186,45 +206,36 @@ def context_md(sources: Sequence[Source], warnings: list[str]) -> str:
 
 
 def read_family(sources: Sequence[Source], total_cap: int, warnings: list[str]) -> list[str]:
-    """Each existing file as a `<file path=…>` block, capped per file and in total."""
-    present = [(source, size) for source in sources if (size := _size(source.path)) is not None]
-    allowances = _allowances([size for _, size in present], total_cap)
-    blocks: list[str] = []
-    for (source, _), allowance in zip(present, allowances, strict=True):
+    """Each existing file as a `<file path=…>` block, capped per file and in total.
+
+    Read from the last (most specific) file backwards, each charged what its read used
+    (files.Capped.used), so a file whose stat size says 0 cannot slip past the total.
+    Blocks and warnings come out in the sources' order."""
+    remaining = total_cap
+    found: list[tuple[str, str]] = []
+    for source in reversed(sources):
         try:
-            capped = read_capped(source.path, allowance)
-        except OSError as exc:
-            warnings.append(f"{source.shown_as}: cannot be read: {exc.strerror or exc}")
+            capped = read_capped(source.path, min(FILE_CAP, remaining), source.within)
+        except FileNotFoundError:
             continue
+        except OSError as exc:
+            found.append(("", f"{source.shown_as}: cannot be read: {exc.strerror or exc}"))
+            continue
+        remaining -= capped.used
         text = capped_text(capped, source.shown_as)
         if text:
-            blocks.append(f'<file path="{source.shown_as}">\n{text}\n</file>')
-    return blocks
-
-
-def _size(path: Path) -> int | None:
-    try:
-        info = path.stat()
-    except OSError:
-        return None
-    return info.st_size if stat.S_ISREG(info.st_mode) else None
-
-
-def _allowances(sizes: Sequence[int], total_cap: int) -> list[int]:
-    """Bytes each file may show: FILE_CAP each, the total shared from the last (most
-    specific) file backwards."""
-    remaining = total_cap
-    allowances = [0] * len(sizes)
-    for index in reversed(range(len(sizes))):
-        allowances[index] = min(FILE_CAP, remaining)
-        remaining -= min(sizes[index], allowances[index])
-    return allowances
+            found.append((f'<file path="{source.shown_as}">\n{text}\n</file>', ""))
+    found.reverse()
+    warnings.extend(warning for _, warning in found if warning)
+    return [block for block, _ in found if block]
 
 
 # --- skills ----------------------------------------------------------------------------
 
 
 def skills_index(catalogue: SkillCatalogue) -> str:
+    """The skills' names and descriptions, then the skills left out and why; both lists
+    share SKILLS_INDEX_CAP, the usable skills first."""
     if not catalogue.skills and not catalogue.warnings:
         return ""
     parts = [
@@ -233,29 +244,38 @@ def skills_index(catalogue: SkillCatalogue) -> str:
         "skill's description, call the skill tool with its name before you start, and "
         "follow the instructions it returns."
     ]
+    budget = SKILLS_INDEX_CAP
     if catalogue.skills:
-        parts.append("\n".join(_index_lines(catalogue)))
+        entries = [_index_line(skill) for skill in catalogue.skills]
+        listed, budget = _fit(entries, budget, "skill", "listed")
+        parts.append("\n".join(listed))
     if catalogue.warnings:
-        left_out = "\n".join(f"- {warning}" for warning in catalogue.warnings)
+        entries = [f"- {warning}" for warning in catalogue.warnings]
+        named, _ = _fit(entries, budget, "left-out skill", "named")
         parts.append(
             "Left out because their SKILL.md could not be read (tell the user if they ask "
-            f"for one of these):\n{left_out}"
+            "for one of these):\n" + "\n".join(named)
         )
     return "\n\n".join(parts)
 
 
-def _index_lines(catalogue: SkillCatalogue) -> list[str]:
-    lines: list[str] = []
-    used = 0
-    for position, skill in enumerate(catalogue.skills):
-        description = skill.description
-        if len(description) > DESCRIPTION_CAP:
-            description = description[: DESCRIPTION_CAP - 1].rstrip() + "…"
-        line = f"- {skill.name}: {description}"
-        used += len(line.encode()) + 1
-        if used > SKILLS_INDEX_CAP:
-            more = len(catalogue.skills) - position
-            lines.append(f"[… cut: {more} more skill{'s' if more != 1 else ''} not listed]")
+def _index_line(skill: Skill) -> str:
+    description = skill.description
+    if len(description) > DESCRIPTION_CAP:
+        description = description[: DESCRIPTION_CAP - 1].rstrip() + "…"
+    return f"- {skill.name}: {description}"
+
+
+def _fit(lines: Sequence[str], budget: int, noun: str, verb: str) -> tuple[list[str], int]:
+    """The lines that fit in `budget` bytes (a newline each), then a cut note for the
+    rest; and the budget left."""
+    kept: list[str] = []
+    for position, line in enumerate(lines):
+        cost = len(line.encode()) + 1
+        if cost > budget:
+            more = len(lines) - position
+            kept.append(f"[… cut: {more} more {noun}{'s' if more != 1 else ''} not {verb}]")
             break
-        lines.append(line)
-    return lines
+        kept.append(line)
+        budget -= cost
+    return kept, budget

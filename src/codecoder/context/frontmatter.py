@@ -22,6 +22,14 @@ _ITEM = re.compile(r"-(?:\s+(.*))?$")
 _LOOKS_LIKE_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\s*:(\s|$)")
 _ESCAPES = {"\\": "\\", '"': '"', "/": "/", "n": "\n", "t": "\t", "r": "\r", "0": "\0"}
 _CLOSERS = ("---", "...")
+QUOTE_CAP = 80
+"""Characters of a file's text an error message quotes: errors become warnings in the
+prompt, and a line may be 32 KiB long."""
+
+
+def clip(text: str) -> str:
+    """At most QUOTE_CAP characters of `text`, ending in `…` when cut."""
+    return text if len(text) <= QUOTE_CAP else text[: QUOTE_CAP - 1] + "…"
 
 
 class FrontMatterError(Exception):
@@ -133,10 +141,10 @@ class _Reader:
                 raise self.fail(number, "unexpected indentation")
             match = _KEY.match(line.strip())
             if match is None:
-                raise self.fail(number, f"expected `key: value`, found {line.strip()!r}")
+                raise self.fail(number, f"expected `key: value`, found {clip(line.strip())!r}")
             key = match.group(1)
             if key in result:
-                raise self.fail(number, f"duplicate key `{key}`")
+                raise self.fail(number, f"duplicate key `{clip(key)}`")
             self.pos += 1
             if indent == 0:
                 self.key_lines[key] = number
@@ -319,7 +327,7 @@ def parse_named(text: str, source: str, default_name: str) -> Named:
     name = (front.text("name") or default_name).strip()
     if not _NAME.match(name):
         raise front.error(
-            "name", f"name {name!r} must be 1-64 letters, digits, '-', '_' or '.'"
+            "name", f"name {clip(name)!r} must be 1-64 letters, digits, '-', '_' or '.'"
         )
     description = " ".join((front.text("description") or "").split())
     if not description:

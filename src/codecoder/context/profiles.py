@@ -5,7 +5,8 @@ A profile's front matter has `name` (default: the file name), `description` (req
 the model chooses a profile by it), `tools` (optional list) and `model` (optional
 `provider/model`); the body is the sub-agent's instructions. A profile can only narrow
 the tools a sub-agent is granted, never widen them (DESIGN.md invariant 5): `narrow_tools`
-is the one place that combines the two.
+is the one place that combines the two. Like SKILL.md files, a profile is read only if its
+real path is inside the config dir (user profiles) or the repository root (project ones).
 """
 
 from __future__ import annotations
@@ -33,9 +34,13 @@ class AgentProfile(msgspec.Struct, frozen=True):
     path: Path
 
 
-def profile_roots(levels: Sequence[Path]) -> list[Path]:
-    """Where profiles are looked for, least specific first."""
-    return [paths.config_dir() / "agents"] + [level / ".codecoder" / "agents" for level in levels]
+def profile_roots(levels: Sequence[Path]) -> list[tuple[Path, Path]]:
+    """Where profiles are looked for, least specific first, each with the folder its
+    files must stay inside."""
+    user = paths.config_dir()
+    return [(user / "agents", user)] + [
+        (level / ".codecoder" / "agents", levels[0]) for level in levels
+    ]
 
 
 def load_profiles(workspace: Path, *, warnings: list[str] | None = None) -> list[AgentProfile]:
@@ -44,11 +49,11 @@ def load_profiles(workspace: Path, *, warnings: list[str] | None = None) -> list
     and described in `warnings` (when given)."""
     levels = project_levels(workspace)
     by_name: dict[str, AgentProfile] = {}
-    for root in profile_roots(levels):
+    for root, within in profile_roots(levels):
         for path in _profile_files(root):
             shown_as = display_path(path, levels[0])
             try:
-                profile = _read_profile(path, shown_as)
+                profile = _read_profile(path, shown_as, within)
             except FrontMatterError as exc:
                 _note(warnings, str(exc))
                 continue
@@ -81,8 +86,8 @@ def _profile_files(root: Path) -> list[Path]:
     return [root / name for name in names if name.endswith(".md")]
 
 
-def _read_profile(path: Path, shown_as: str) -> AgentProfile:
-    capped = read_capped(path, PROFILE_FILE_CAP)
+def _read_profile(path: Path, shown_as: str, within: Path) -> AgentProfile:
+    capped = read_capped(path, PROFILE_FILE_CAP, within)
     if capped.omitted:
         message = f"a profile may be at most {PROFILE_FILE_CAP // KIB} KiB; this one is larger"
         raise FrontMatterError(shown_as, 1, message)

@@ -4,7 +4,9 @@ instructions) and any files the instructions refer to (DESIGN.md §5, §7).
 The system prompt lists each skill by name and description only; the `skill` tool loads
 a body on demand. Skills come from the user config dir's `skills/`, then from
 `.codecoder/skills/` at every level from the repository root down to the workspace; a
-later one replaces an earlier one of the same name, so the most specific wins.
+later one replaces an earlier one of the same name, so the most specific wins. A SKILL.md
+is read only if its real path is inside the config dir (user skills) or the repository
+root (project skills): a linked folder or file leading elsewhere is left out.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ class Skill(msgspec.Struct, frozen=True):
     description: str
     path: Path
     shown_as: str
+    within: Path
+    """The folder the file's real path must be inside (files.open_regular)."""
 
     @property
     def folder(self) -> Path:
@@ -37,9 +41,10 @@ class Skill(msgspec.Struct, frozen=True):
     def body(self) -> str:
         """The instructions (the file without its front matter), capped with a note.
         Raises OSError or FrontMatterError when the file changed under us."""
-        capped = read_capped(self.path, SKILL_FILE_CAP)
+        capped = read_capped(self.path, SKILL_FILE_CAP, self.within)
         front = parse(capped.text, self.shown_as)
-        return capped_text(Capped(front.body.strip(), capped.omitted), self.shown_as)
+        body = Capped(front.body.strip(), capped.omitted, capped.used)
+        return capped_text(body, self.shown_as)
 
     def bundled_files(self) -> tuple[list[str], bool]:
         """Up to BUNDLED_FILES_SHOWN paths relative to the folder (hidden ones and the
@@ -67,10 +72,12 @@ class SkillCatalogue(msgspec.Struct, frozen=True):
         return next((skill for skill in self.skills if skill.name == name), None)
 
 
-def skill_roots(levels: Sequence[Path]) -> list[Path]:
-    """Where skills folders are looked for, least specific first."""
-    return [paths.config_dir() / "skills"] + [
-        level / ".codecoder" / "skills" for level in levels
+def skill_roots(levels: Sequence[Path]) -> list[tuple[Path, Path]]:
+    """Where skills folders are looked for, least specific first, each with the folder
+    its files must stay inside."""
+    user = paths.config_dir()
+    return [(user / "skills", user)] + [
+        (level / ".codecoder" / "skills", levels[0]) for level in levels
     ]
 
 
@@ -80,11 +87,11 @@ def discover_skills(levels: Sequence[Path]) -> SkillCatalogue:
     by_name: dict[str, Skill] = {}
     warnings: list[str] = []
     base = levels[0] if levels else None
-    for root in skill_roots(levels):
+    for root, within in skill_roots(levels):
         for skill_file in _skill_files(root):
             shown_as = display_path(skill_file, base)
             try:
-                skill = _read_skill(skill_file, shown_as)
+                skill = _read_skill(skill_file, shown_as, within)
             except FrontMatterError as exc:
                 warnings.append(str(exc))
                 continue
@@ -105,7 +112,13 @@ def _skill_files(root: Path) -> list[Path]:
     return [path for path in candidates if path.is_file()]
 
 
-def _read_skill(path: Path, shown_as: str) -> Skill:
-    capped = read_capped(path, SKILL_FILE_CAP)
+def _read_skill(path: Path, shown_as: str, within: Path) -> Skill:
+    capped = read_capped(path, SKILL_FILE_CAP, within)
     named = parse_named(capped.text, shown_as, default_name=path.parent.name)
-    return Skill(name=named.name, description=named.description, path=path, shown_as=shown_as)
+    return Skill(
+        name=named.name,
+        description=named.description,
+        path=path,
+        shown_as=shown_as,
+        within=within,
+    )
