@@ -411,3 +411,10 @@ def test_arguments_of_the_wrong_type_are_never_allowed(workspace: Path) -> None:
     assert bare.decide(*run(["rm", "-rf", "/"])).verdict == "ask"  # type: ignore[arg-type]
     assert bare.decide(*call("read_file", path=3)).verdict == "ask"
     assert bare.decide(*call("read_file", path="a\x00b")).verdict == "ask"
+
+
+def test_paths_of_an_unknown_user_ask_instead_of_crashing(workspace: Path) -> None:
+    bare = policy(workspace, {"allow": ["run_command", "read_file"]})
+    decision = bare.decide(*call("read_file", path="~nosuchuser9/x"))
+    assert decision.verdict == "ask" and "nosuchuser9" in decision.reason
+    assert bare.decide(*run("ls", cwd="~nosuchuser9")).verdict == "ask"

@@ -50,6 +50,31 @@ def test_resolve_rejects_a_nul_byte(workspace: Path) -> None:
         resolve(workspace, "a\0b")
 
 
+NO_SUCH_USER = "~codecoder-no-such-user-4711"
+
+
+def test_resolve_names_an_unknown_user_in_a_value_error(workspace: Path) -> None:
+    with pytest.raises(ValueError, match="no such user"):
+        resolve(workspace, f"{NO_SUCH_USER}/x")
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        (ReadFile(), {"path": f"{NO_SUCH_USER}/x"}),
+        (WriteFile(), {"path": f"{NO_SUCH_USER}/x", "content": "x"}),
+        (EditFile(), {"path": f"{NO_SUCH_USER}/x", "old_text": "a", "new_text": "b"}),
+        (ListDir(), {"path": NO_SUCH_USER}),
+    ],
+)
+def test_an_unknown_user_is_an_error_result(
+    tool: Any, args: dict[str, Any], ctx: ToolContext
+) -> None:
+    status, text = run(tool, ctx, **args)
+    assert status == "error"
+    assert text == f"invalid path {args['path']!r}: cannot expand {NO_SUCH_USER!r}: no such user"
+
+
 def test_is_inside_uses_real_paths(workspace: Path, tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
@@ -222,6 +247,23 @@ def test_write_errors_on_a_directory_or_a_file_in_the_way(
     assert status == "error" and "plain" in text
 
 
+def test_write_and_edit_refuse_a_read_only_file(workspace: Path, ctx: ToolContext) -> None:
+    path = write(workspace, "locked.txt", "old\n")
+    path.chmod(0o444)
+    try:
+        for tool, args in (
+            (WriteFile(), {"content": "new\n"}),
+            (EditFile(), {"old_text": "old", "new_text": "new"}),
+        ):
+            status, text = run(tool, ctx, path="locked.txt", **args)
+            assert status == "error"
+            assert text.startswith("locked.txt is read-only (mode 444)")
+        assert path.read_text() == "old\n"
+        assert stat.S_IMODE(path.stat().st_mode) == 0o444
+    finally:
+        path.chmod(0o644)
+
+
 def test_write_is_atomic_for_a_concurrent_reader(workspace: Path, ctx: ToolContext) -> None:
     versions = ["A" * 200_000, "B" * 300_000]
     path = write(workspace, "shared.txt", versions[0])
@@ -290,6 +332,22 @@ def test_edit_matches_lf_text_in_a_crlf_file(workspace: Path, ctx: ToolContext) 
     assert path.read_bytes() == b"1\r\n2\r\nthree\r\n"
 
 
+def test_lines_added_to_a_crlf_file_get_crlf(workspace: Path, ctx: ToolContext) -> None:
+    path = write(workspace, "w.txt", b"one\r\ntwo\r\nthree\r\n")
+    run(EditFile(), ctx, path="w.txt", old_text="two", new_text="two\nTWO")
+    assert path.read_bytes() == b"one\r\ntwo\r\nTWO\r\nthree\r\n"
+    run(EditFile(), ctx, path="w.txt", old_text="TWO", new_text="2a\r\n2b")  # already CRLF
+    assert path.read_bytes() == b"one\r\ntwo\r\n2a\r\n2b\r\nthree\r\n"
+
+
+def test_an_edit_in_a_mixed_file_keeps_the_text_as_written(
+    workspace: Path, ctx: ToolContext
+) -> None:
+    path = write(workspace, "mixed.txt", b"x\r\ny\ny\r\n")
+    run(EditFile(), ctx, path="mixed.txt", old_text="y\n", new_text="Z\nW\n")
+    assert path.read_bytes() == b"x\r\nZ\nW\ny\r\n"
+
+
 def test_edit_keeps_mode_and_refuses_binary_and_missing(workspace: Path, ctx: ToolContext) -> None:
     path = write(workspace, "run.sh", "echo hi\n")
     path.chmod(0o750)
@@ -322,6 +380,17 @@ def test_list_dir_skips_git_and_honours_gitignore(tree: Path, ctx: ToolContext) 
     assert "keep.log" in listed and "src/" in listed and "  app.py" in listed
     for hidden in (".git/", "a.log", "build/", "excluded.txt", "  generated.py"):
         assert hidden not in listed
+
+
+def test_list_dir_escapes_a_newline_in_a_name(workspace: Path, ctx: ToolContext) -> None:
+    write(workspace, "evil\nfake.txt", "")
+    write(workspace, "tab\there", "")
+    write(workspace, "plain.txt", "")
+    assert run(ListDir(), ctx)[1].splitlines() == [
+        "'evil\\nfake.txt'",
+        "plain.txt",
+        "'tab\\there'",
+    ]
 
 
 def test_list_dir_caps_entries_with_a_note(workspace: Path, ctx: ToolContext) -> None:

@@ -155,13 +155,30 @@ def test_cwd_is_relative_to_the_workspace(
 
 @pytest.mark.parametrize(
     ("cwd", "message"),
-    [("..", "outside the workspace"), ("missing", "not a directory"), ("a\0b", "invalid cwd")],
+    [
+        ("..", "outside the workspace"),
+        ("missing", "not a directory"),
+        ("a\0b", "invalid cwd"),
+        ("~codecoder-no-such-user-4711", "no such user"),
+    ],
 )
 def test_bad_cwd_is_a_tool_failure(
     tool: RunCommand, ctx: ToolContext, cwd: str, message: str
 ) -> None:
     with pytest.raises(ToolFailure, match=message) as info:
         tool.run({"command": "true", "cwd": cwd}, ctx)
+    assert info.value.error.kind == "invalid_args"
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [("echo a\0b", "contains a NUL character"), ("echo \ud800", "not valid text")],
+)
+def test_a_command_no_process_can_carry_is_invalid_args(
+    tool: RunCommand, ctx: ToolContext, command: str, message: str
+) -> None:
+    with pytest.raises(ToolFailure, match=message) as info:
+        tool.run({"command": command}, ctx)
     assert info.value.error.kind == "invalid_args"
 
 

@@ -147,6 +147,31 @@ def test_glob_sorts_newest_first_and_caps(workspace: Path, ctx: ToolContext) -> 
     assert len(lines) == 501 and "510 files match" in lines[-1]
 
 
+def test_glob_and_grep_report_an_unknown_user(workspace: Path, ctx: ToolContext) -> None:
+    user = "~codecoder-no-such-user-4711"
+    assert run(Glob(), ctx, pattern=f"{user}/*") == (
+        "error",
+        f"invalid path {user!r}: cannot expand {user!r}: no such user",
+    )
+    assert run(Grep(), ctx, pattern="x", path=f"{user}/src") == (
+        "error",
+        f"invalid path '{user}/src': cannot expand {user!r}: no such user",
+    )
+
+
+@pytest.mark.parametrize("use_rg", [True, False])
+def test_a_newline_in_a_file_name_is_escaped(
+    workspace: Path, ctx: ToolContext, use_rg: bool
+) -> None:
+    write(workspace, "evil\nfake.txt", "foo\n")
+    write(workspace, "plain.txt", "foo\n")
+    assert set(run(Glob(), ctx, pattern="*")[1].splitlines()) == {"'evil\\nfake.txt'", "plain.txt"}
+    assert run(Grep(use_rg=use_rg), ctx, pattern="foo")[1].splitlines() == [
+        "'evil\\nfake.txt':1:foo",
+        "plain.txt:1:foo",
+    ]
+
+
 def test_glob_reports_no_match_and_a_missing_directory(workspace: Path, ctx: ToolContext) -> None:
     assert run(Glob(), ctx, pattern="*.nothing") == (
         "success",
@@ -206,6 +231,25 @@ def test_grep_reports_invalid_regex_and_posix_classes(workspace: Path, ctx: Tool
     assert status == "error" and "POSIX" in text
 
 
+@pytest.mark.parametrize("use_rg", [True, False])
+@pytest.mark.parametrize(
+    ("args", "what", "why"),
+    [
+        ({"pattern": "x\0"}, "pattern", "it contains a NUL character"),
+        ({"pattern": "x", "glob": "*\0"}, "glob", "it contains a NUL character"),
+        ({"pattern": "x\udcff"}, "pattern", "not valid Unicode"),
+        ({"pattern": "x", "glob": "\ud800*"}, "glob", "not valid Unicode"),
+    ],
+)
+def test_grep_refuses_what_no_child_process_can_take(
+    ctx: ToolContext, args: dict[str, Any], what: str, why: str, use_rg: bool
+) -> None:
+    write(ctx.workspace, "a.txt", "x\n")
+    status, text = run(Grep(use_rg=use_rg), ctx, **args)
+    assert status == "error"
+    assert text.startswith(f"invalid {what} {args[what]!r}: {why}")
+
+
 def test_grep_no_matches_and_missing_path(workspace: Path, ctx: ToolContext) -> None:
     assert run(Grep(), ctx, pattern="nothing") == (
         "success",
@@ -226,6 +270,77 @@ def test_grep_python_engine_checks_cancel_between_files(tree: Path, ctx: ToolCon
     ctx.cancel.cancel("user")
     with pytest.raises(Cancelled):
         Grep(use_rg=False).run({"pattern": "foo"}, ctx)
+
+
+CATASTROPHIC = "(a|aa)*b"  # backtracks through ~fib(n) paths on a line of n 'a's
+
+
+def python_children() -> set[int]:
+    """Our child processes (running or zombie) that run grep's Python engine."""
+    me, found = os.getpid(), set()
+    for name in os.listdir("/proc"):
+        try:
+            stat = Path(f"/proc/{name}/stat").read_bytes()
+            command = Path(f"/proc/{name}/cmdline").read_bytes()
+        except (OSError, ValueError):
+            continue
+        if int(stat[stat.rindex(b")") + 2 :].split()[1]) == me and b"serve_python" in command:
+            found.add(int(name))
+    return found
+
+
+@pytest.mark.parametrize("path", ["long.txt", "."])
+def test_a_catastrophic_regex_in_the_python_engine_leaves_us_responsive(
+    workspace: Path, ctx: ToolContext, path: str
+) -> None:
+    write(workspace, "long.txt", "a" * 42 + "\n")  # minutes of backtracking
+    token: CancelToken = ctx.cancel
+    ticks: list[float] = []
+
+    def tick_then_cancel() -> None:
+        while len(ticks) < 20:
+            ticks.append(time.monotonic())
+            time.sleep(0.01)
+        token.cancel("user")
+
+    ticker = threading.Thread(target=tick_then_cancel)
+    started = time.monotonic()
+    ticker.start()
+    try:
+        with pytest.raises(Cancelled):
+            Grep(use_rg=False).run({"pattern": CATASTROPHIC, "path": path}, ctx)
+    finally:
+        ticker.join()
+    assert time.monotonic() - started < 10
+    assert ticks[-1] - ticks[0] < 5  # the ticker was never starved of the GIL
+    assert python_children() == set()
+
+
+def test_the_python_engine_gives_up_on_a_regex_that_runs_too_long(
+    workspace: Path, ctx: ToolContext
+) -> None:
+    write(workspace, "long.txt", "a" * 42 + "\n")
+    started = time.monotonic()
+    status, text = run(Grep(use_rg=False, python_timeout=0.5), ctx, pattern=CATASTROPHIC)
+    assert time.monotonic() - started < 10
+    assert status == "error" and text.startswith("grep gave up after 0.5 s")
+    assert python_children() == set()
+
+
+@needs_rg
+def test_a_single_file_is_searched_by_ripgrep(
+    workspace: Path, ctx: ToolContext, tmp_path: Path
+) -> None:
+    write(workspace, "long.txt", "a" * 42 + "\nab\n")
+    marker = tmp_path / "ran"
+    wrapper = tmp_path / "rg-wrapper"
+    wrapper.write_text(f'#!/bin/sh\necho ran >> "{marker}"\nexec "{RG}" "$@"\n')
+    wrapper.chmod(0o755)
+    started = time.monotonic()
+    result = Grep(rg_path=str(wrapper)).run({"pattern": CATASTROPHIC, "path": "long.txt"}, ctx)
+    assert marker.read_text() == "ran\n"
+    assert result.text == "long.txt:2:ab"
+    assert time.monotonic() - started < 5  # linear time: no backtracking
 
 
 # --- grep: ripgrep and Python give the same answer -----------------------------------
@@ -249,6 +364,9 @@ PARITY_CASES: list[dict[str, Any]] = [
     {"pattern": "foo", "path": "build"},
     {"pattern": "foo", "path": "vendor"},
     {"pattern": "foo", "path": "crlf.txt"},
+    {"pattern": "foo", "path": "a.log"},  # a file named explicitly is searched though ignored
+    {"pattern": "foo", "path": "src/app.py", "glob": "*.txt"},  # and whatever the glob says
+    {"pattern": "foo", "path": "src/app.py", "context": 1},
     {"pattern": "(?<=fo)o"},
     {"pattern": "caf"},
 ]

@@ -132,7 +132,10 @@ def file_part(tool: str, risk: Risk, raw: str, base: Path, scope: Scope, *, by_t
     """`by_tool`: the path is a file tool's argument (else a shell redirection target)."""
     if "\x00" in raw:
         return Hazard(tool, "the path contains a NUL character")
-    target = place(raw, base, scope.workspace, scope.roots, tool=by_tool)
+    try:
+        target = place(raw, base, scope.workspace, scope.roots, tool=by_tool)
+    except (ValueError, RuntimeError) as exc:  # `~nosuchuser`: the tool reports it too
+        return Hazard(tool, f"cannot tell where {raw!r} points: {exc}")
     writes = risk != "read"
     protected = protected_reason(target, scope.roots) if writes else None
     family = EDIT_FAMILY if writes else READ_FAMILY
@@ -177,7 +180,10 @@ def _command_cwd(cwd_arg: str | None, scope: Scope) -> Path | None:
         return scope.workspace
     if "\x00" in cwd_arg:
         return None
-    target = place(cwd_arg, scope.workspace, scope.workspace, scope.roots, tool=True)
+    try:
+        target = place(cwd_arg, scope.workspace, scope.workspace, scope.roots, tool=True)
+    except (ValueError, RuntimeError):  # `~nosuchuser`
+        return None
     return target.real if target.inside else None
 
 

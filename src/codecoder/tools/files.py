@@ -5,6 +5,9 @@ decides whether they may be touched). What a tool finds wrong while running (a m
 file, a binary file, old text that is absent) is a ToolResult with status "error" that
 the model can act on; arguments that do not fit the struct are a ToolFailure raised by
 TypedTool.parse. Writes are atomic: a temp file in the same directory, then os.replace.
+So a write replaces the file rather than rewriting it in place: another hard link to it
+keeps the old content. A file without write permission for its owner is refused, as an
+editor would ask first, rather than silently replaced.
 """
 
 from __future__ import annotations
@@ -60,9 +63,10 @@ def describe_os_error(exc: OSError, workspace: Path) -> str:
     return reason
 
 
-def target(ctx: ToolContext, path: str) -> Path:
+def target(ctx: ToolContext, path: str, base: Path | None = None) -> Path:
+    """`path` resolved against `base` (default: the workspace); Refused when it cannot be."""
     try:
-        return resolve(ctx.workspace, path)
+        return resolve(ctx.workspace if base is None else base, path)
     except ValueError as exc:
         raise Refused(f"invalid path {path!r}: {exc}") from exc
 
@@ -80,6 +84,19 @@ def regular_file(ctx: ToolContext, path: Path, *, must_exist: bool = True) -> os
         raise Refused(f"{shown} is a directory; use list_dir to see what it holds")
     if not stat.S_ISREG(info.st_mode):
         raise Refused(f"{shown} is not a regular file")
+    return info
+
+
+def writable_file(ctx: ToolContext, path: Path, *, must_exist: bool) -> os.stat_result | None:
+    """`regular_file`, and Refused for an existing file its owner may not write: replacing
+    it would succeed (the directory allows it) but overrule the file's own protection."""
+    info = regular_file(ctx, path, must_exist=must_exist)
+    if info is not None and not info.st_mode & stat.S_IWUSR:
+        raise Refused(
+            f"{display(ctx.workspace, path)} is read-only "
+            f"(mode {stat.S_IMODE(info.st_mode):o}); make it writable first if it really "
+            "should change"
+        )
     return info
 
 
@@ -228,15 +245,16 @@ class WriteFile(FileTool[WriteFileArgs]):
     name = "write_file"
     description = (
         "Create a file or replace its whole content (UTF-8). Missing parent directories "
-        "are created; an existing file keeps its permissions. To change part of a file, "
-        "prefer edit_file."
+        "are created; an existing file keeps its permissions (a read-only one is refused) "
+        "but is replaced by a new file, so hard links to it keep the old content. To change "
+        "part of a file, prefer edit_file."
     )
     risk: Risk = "write"
     args_type = WriteFileArgs
 
     def execute(self, args: WriteFileArgs, ctx: ToolContext) -> str:
         path = target(ctx, args.path)
-        regular_file(ctx, path, must_exist=False)
+        writable_file(ctx, path, must_exist=False)
         data = _encode(args.content, "content")
         old = atomic_write(path, data)
         shown = display(ctx.workspace, path)
@@ -264,7 +282,8 @@ class EditFile(FileTool[EditFileArgs]):
     description = (
         "Replace exact text in a UTF-8 file. `old_text` must occur exactly once (include "
         "enough surrounding lines to make it unique) unless `replace_all` is true. Match "
-        "the file's text exactly, without read_file's line-number prefixes."
+        "the file's text exactly, without read_file's line-number prefixes. Like write_file, "
+        "it replaces the file (read-only files are refused, hard links keep the old text)."
     )
     risk: Risk = "write"
     args_type = EditFileArgs
@@ -275,7 +294,7 @@ class EditFile(FileTool[EditFileArgs]):
         if args.old_text == args.new_text:
             raise Refused("old_text and new_text are the same; nothing to change")
         path = target(ctx, args.path)
-        regular_file(ctx, path)
+        writable_file(ctx, path, must_exist=True)
         shown = display(ctx.workspace, path)
         text = _read_text(path, shown)
         old, new = _matching_newlines(text, args.old_text, args.new_text)
@@ -297,9 +316,14 @@ def _read_text(path: Path, shown: str) -> str:
 
 
 def _matching_newlines(text: str, old: str, new: str) -> tuple[str, str]:
-    """A model writes \\n; a CRLF file needs \\r\\n to match."""
-    if old not in text and "\r\n" in text and "\n" in old and "\r\n" not in old:
-        return old.replace("\n", "\r\n"), new.replace("\n", "\r\n")
+    """A model writes \\n; a CRLF file needs \\r\\n to match, and the lines an edit adds
+    to a file whose line ends are all CRLF get CRLF too, so the file stays consistent."""
+    crlf_old = old not in text and "\r\n" in text and "\n" in old and "\r\n" not in old
+    if crlf_old:
+        old = old.replace("\n", "\r\n")
+    all_crlf = text.count("\n") == text.count("\r\n") > 0
+    if (crlf_old or all_crlf) and "\r\n" not in new:
+        new = new.replace("\n", "\r\n")
     return old, new
 
 

@@ -1,12 +1,20 @@
 """Search tools: glob (files by name) and grep (lines by regex).
 
 grep has two engines that must answer alike: ripgrep when it is installed, a pure-Python
-walk otherwise (or when ripgrep rejects a regex Python accepts, such as a look-behind).
-Both produce the same per-file records (line number, text, match or context) and one
-function renders them, so the output cannot drift. ripgrep runs with every default that
-Python would have to imitate switched to something imitable: `--sort path` (the walker's
-order), `--hidden` with `.git` excluded, no global gitignore, no transcoding, and files
-with a NUL byte dropped whole (ripgrep may report a few lines before it sees the NUL).
+walk otherwise (or when ripgrep rejects a regex Python accepts, such as a look-behind or
+a backreference). Both produce the same per-file records (line number, text, match or
+context) and one function renders them, so the output cannot drift. ripgrep runs with
+every default that Python would have to imitate switched to something imitable: `--sort
+path` (the walker's order), `--hidden` with `.git` excluded, no global gitignore, no
+transcoding, and files with a NUL byte dropped whole (ripgrep may report a few lines
+before it sees the NUL). A single named file goes to ripgrep too.
+
+Python's `re` backtracks, and holds the GIL while it matches: `(a|aa)*b` against a line
+of 40 'a's runs for over a minute without letting another thread run. So the Python
+engine runs in a child Python process, killed on cancel or after PYTHON_GREP_TIMEOUT.
+The residual risk: without ripgrep, or for a pattern only Python accepts, such a regex
+still costs up to that long (and one core) before grep gives up with an error; nothing
+else stalls. ripgrep's engine is linear-time and needs no limit.
 """
 
 from __future__ import annotations
@@ -14,9 +22,10 @@ from __future__ import annotations
 import os
 import re
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Annotated, NamedTuple
+from typing import IO, TYPE_CHECKING, Annotated, NamedTuple
 
 import msgspec
 
@@ -30,9 +39,13 @@ from codecoder.tools.workspace import (
     walk,
 )
 
+if TYPE_CHECKING:
+    from subprocess import Popen
+
 MAX_GLOB_RESULTS = 500
 MAX_GREP_LINE_CHARS = 500
 MAX_GREP_FILE_BYTES = 20 * 1024 * 1024  # larger files are skipped, as `rg --max-filesize 20M`
+PYTHON_GREP_TIMEOUT = 60.0  # seconds before the Python engine's child is killed
 _GLOB_CHARS = frozenset("*?[{\\")
 
 
@@ -70,7 +83,7 @@ class Glob(FileTool[GlobArgs]):
             state = "not a directory" if base.exists() else "directory not found"
             raise Refused(f"{state}: {display(ctx.workspace, base)}")
         prefix, rest = _literal_prefix(args.pattern)
-        root = target(ctx, os.path.join(base, os.path.expanduser(prefix)))
+        root = target(ctx, prefix, base)
         try:
             rules = compile_rules([_literal_bang(rest)], anchored=True, strict=True)
         except ValueError as exc:
@@ -224,10 +237,18 @@ class Grep(FileTool[GrepArgs]):
     risk: Risk = "read"
     args_type = GrepArgs
 
-    def __init__(self, rg_path: str | None = None, *, use_rg: bool = True) -> None:
-        """`rg_path` defaults to `rg` on PATH; `use_rg=False` forces the Python engine."""
+    def __init__(
+        self,
+        rg_path: str | None = None,
+        *,
+        use_rg: bool = True,
+        python_timeout: float = PYTHON_GREP_TIMEOUT,
+    ) -> None:
+        """`rg_path` defaults to `rg` on PATH; `use_rg=False` forces the Python engine,
+        which gives up after `python_timeout` seconds."""
         self._rg_path = rg_path
         self._use_rg = use_rg
+        self._python_timeout = python_timeout
 
     def _ripgrep(self) -> str | None:
         if self._use_rg and self._rg_path is None:
@@ -237,29 +258,36 @@ class Grep(FileTool[GrepArgs]):
         return self._rg_path if self._use_rg else None
 
     def execute(self, args: GrepArgs, ctx: ToolContext) -> str:
-        regex = _compile(args.pattern, args.ignore_case)
+        _check_text("pattern", args.pattern)
+        _compile(args.pattern, args.ignore_case)  # a bad regex is refused before any engine
+        if args.glob is not None:
+            _check_text("glob", args.glob)
+            _override(args.glob)  # and so is a bad glob
         root = target(ctx, args.path)
         where = display(ctx.workspace, root)
         if root.is_file():
-            rows = _search_file(str(root), regex, args.context)
-            if rows is None:
+            if _file_text(str(root)) is None:
                 raise Refused(f"cannot search {where}: a binary file, or larger than 20 MiB")
-            hits = [FileHits(str(root), rows)] if rows else []
-        elif root.is_dir():
-            hits = self._search_tree(root, regex, args, ctx)
-        else:
+        elif not root.is_dir():
             raise Refused(f"path not found: {where}")
-        return render(hits, args, ctx.workspace, where)
-
-    def _search_tree(
-        self, root: Path, regex: re.Pattern[str], args: GrepArgs, ctx: ToolContext
-    ) -> list[FileHits]:
-        override = _override(args.glob)
         rg = self._ripgrep()
         hits = _run_ripgrep(rg, root, args, ctx) if rg is not None else None
         if hits is None:
-            hits = _search_python(root, regex, override, args, ctx)
-        return hits
+            hits = _run_python(root, args, ctx, self._python_timeout)
+        return render(hits, args, ctx.workspace, where)
+
+
+def _check_text(what: str, value: str) -> None:
+    """Refuse what cannot be passed to a child process: a NUL, a lone surrogate."""
+    if "\0" in value:
+        raise Refused(
+            f"invalid {what} {value!r}: it contains a NUL character (binary files are never "
+            "searched; write \\x00 in a regex to mean a NUL byte)"
+        )
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise Refused(f"invalid {what} {value!r}: not valid Unicode ({exc.reason})") from exc
 
 
 def _compile(pattern: str, ignore_case: bool) -> re.Pattern[str]:
@@ -296,41 +324,156 @@ def _override(glob: str | None) -> Override | None:
     return decide
 
 
+@contextmanager
+def _child(command: list[str], cwd: Path | None, ctx: ToolContext) -> Iterator[Popen[bytes]]:
+    """A child with its stdout piped; killed when the turn is cancelled or the block ends,
+    and always reaped. Popen's OSError (it could not start) reaches the caller."""
+    import subprocess
+
+    proc = subprocess.Popen(
+        command,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    unregister = ctx.cancel.on_cancel(proc.kill)
+    try:
+        yield proc
+    finally:
+        unregister()
+        proc.kill()
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def _file_text(path: str) -> str | None:
+    """The file's text; None for a binary file (a NUL byte anywhere) or a huge one."""
+    with open(path, "rb") as handle:
+        if os.fstat(handle.fileno()).st_size > MAX_GREP_FILE_BYTES:
+            return None
+        data = handle.read()
+    return None if b"\0" in data else data.decode("utf-8", "replace")
+
+
 # --- the Python engine ---------------------------------------------------------------
 
 
-def _search_python(
-    root: Path, regex: re.Pattern[str], override: Override | None, args: GrepArgs, ctx: ToolContext
-) -> list[FileHits]:
-    hits: list[FileHits] = []
-    total = 0
-    for entry in walk(root, override=override):
-        ctx.cancel.check()
-        if not entry.is_file:
-            continue
-        rows = _search_file(entry.path, regex, args.context)
-        if rows:
-            hits.append(FileHits(entry.path, rows))
-            total += hits[-1].matches
-            if total > args.max_results:
-                break
+class _Request(msgspec.Struct, array_like=True):
+    root: bytes  # file names travel as bytes: they need not be UTF-8
+    args: GrepArgs  # with path "." (root replaces it), so that it is always valid UTF-8
+
+
+class _Found(msgspec.Struct, array_like=True, tag=True):
+    path: bytes
+    rows: list[Row]
+
+
+class _Finished(msgspec.Struct, array_like=True, tag=True):
+    error: str | None = None
+
+
+# Run isolated (-I: no PYTHON* variables, no current directory on sys.path, where a
+# workspace file could shadow a module) with this process's sys.path instead.
+_CHILD_CODE = (
+    "import sys; sys.path[:0] = sys.argv[2:]; "
+    "from codecoder.tools.search import serve_python; serve_python(sys.argv[1])"
+)
+
+
+def _run_python(root: Path, args: GrepArgs, ctx: ToolContext, timeout: float) -> list[FileHits]:
+    """The Python engine, run in a child Python process. A regex that backtracks
+    catastrophically holds the GIL for as long as it runs; in this process that would
+    freeze every thread (the UI, the cancel) for seconds or forever. A child is killed on
+    cancel or after `timeout` seconds, and this process stays responsive meanwhile."""
+    import sys
+    import threading
+
+    job = _Request(os.fsencode(root), msgspec.structs.replace(args, path="."))
+    request = msgspec.json.encode(job).decode()
+    expired = threading.Event()
+    try:
+        command = [sys.executable, "-I", "-c", _CHILD_CODE, request, *sys.path]
+        with _child(command, None, ctx) as proc:
+            timer = threading.Timer(timeout, lambda: (expired.set(), proc.kill()))
+            timer.start()
+            try:
+                assert proc.stdout is not None
+                hits, finished = _read_python(proc.stdout)
+            finally:
+                timer.cancel()
+                timer.join()
+    except OSError as exc:
+        raise Refused(f"grep could not start its Python engine: {exc}") from exc
+    ctx.cancel.check()
+    if finished is None and expired.is_set():
+        raise Refused(
+            f"grep gave up after {timeout:g} s: the regex is too slow for Python's engine "
+            "(nested or overlapping repetition backtracks). Simplify it or narrow the path."
+        )
+    if finished is None or finished.error is not None:
+        reason = "it stopped unexpectedly" if finished is None else finished.error
+        raise Refused(f"grep's Python engine failed: {reason}")
     return hits
 
 
-def _search_file(path: str, regex: re.Pattern[str], context: int) -> list[Row] | None:
-    """Every matching line with its context; None for a binary, unreadable or huge file.
+def _read_python(stream: IO[bytes]) -> tuple[list[FileHits], _Finished | None]:
+    decoder = msgspec.json.Decoder(_Found | _Finished)
+    hits: list[FileHits] = []
+    for raw in stream:
+        record = decoder.decode(raw)
+        if isinstance(record, _Finished):
+            return hits, record
+        hits.append(FileHits(os.fsdecode(record.path), record.rows))
+    return hits, None
+
+
+def serve_python(request: str) -> None:
+    """The child's side of `_run_python`: one `_Found` per file with hits on stdout, up to
+    the file that passes max_results, then `_Finished`."""
+    import sys
+
+    out = sys.stdout.buffer
+    try:
+        job = msgspec.json.decode(request, type=_Request)
+        for hits in _python_hits(os.fsdecode(job.root), job.args):
+            out.write(msgspec.json.encode(_Found(os.fsencode(hits.path), hits.rows)) + b"\n")
+        finished = _Finished()
+    except Exception as exc:  # reported to the parent, which has no other way to see it
+        finished = _Finished(f"{type(exc).__name__}: {exc}")
+    out.write(msgspec.json.encode(finished) + b"\n")
+    out.flush()
+
+
+def _python_hits(root: str, args: GrepArgs) -> Iterator[FileHits]:
+    regex = _compile(args.pattern, args.ignore_case)
+    if os.path.isfile(root):
+        paths: Iterable[str] = [root]
+    else:
+        entries = walk(Path(root), override=_override(args.glob))
+        paths = (entry.path for entry in entries if entry.is_file)
+    total = 0
+    for path in paths:
+        rows = _search_file(path, regex, args.context)
+        if rows:
+            hits = FileHits(path, rows)
+            yield hits
+            total += hits.matches
+            if total > args.max_results:
+                return
+
+
+def _search_file(path: str, regex: re.Pattern[str], context: int) -> list[Row]:
+    """Every matching line with its context; none for a binary, unreadable or huge file.
     Lines split on \\n only, like ripgrep; a \\r before it stays part of what is matched."""
     try:
-        with open(path, "rb") as handle:
-            if os.fstat(handle.fileno()).st_size > MAX_GREP_FILE_BYTES:
-                return None
-            data = handle.read()
+        text = _file_text(path)
     except OSError:
-        return None
-    if b"\0" in data:
-        return None
-    text = data.decode("utf-8", "replace")
-    lines = text.split("\n") if text else []
+        return []
+    if not text:
+        return []
+    lines = text.split("\n")
     if text.endswith("\n"):
         lines.pop()
     search = regex.search
@@ -345,7 +488,7 @@ def _search_file(path: str, regex: re.Pattern[str], context: int) -> list[Row] |
 # --- the ripgrep engine --------------------------------------------------------------
 
 
-def _ripgrep_command(rg: str, args: GrepArgs) -> list[str]:
+def _ripgrep_command(rg: str, args: GrepArgs, where: str) -> list[str]:
     command = [
         rg, "--json", "--no-config", "--hidden", "--no-ignore-global", "--no-messages",
         "--encoding", "none", "--sort", "path", "--max-filesize", "20M",
@@ -357,41 +500,24 @@ def _ripgrep_command(rg: str, args: GrepArgs) -> list[str]:
         command.append("--ignore-case")
     if args.context:
         command += ["--context", str(args.context)]
-    return [*command, "--regexp", args.pattern, "--", "."]
+    return [*command, "--regexp", args.pattern, "--", where]
 
 
 def _run_ripgrep(rg: str, root: Path, args: GrepArgs, ctx: ToolContext) -> list[FileHits] | None:
     """ripgrep's records, or None when it did not finish its answer (it could not start,
     rejected a regex only Python knows, died): then the Python engine answers. Whether it
     finished is read from the stream (its closing summary), not from an exit status that
-    a child subreaper could have taken. The child is killed when the turn is cancelled or
-    once enough matches arrived, and always reaped."""
-    import subprocess
-
+    a child subreaper could have taken. A file named explicitly is searched whatever the
+    globs and ignore files say, by ripgrep as by the Python engine."""
+    cwd, where = (root, ".") if root.is_dir() else (root.parent, root.name)
     try:
-        proc = subprocess.Popen(
-            _ripgrep_command(rg, args),
-            cwd=root,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-        )
+        with _child(_ripgrep_command(rg, args, where), cwd, ctx) as proc:
+            assert proc.stdout is not None
+            hits, complete = _read_ripgrep(proc.stdout, str(cwd), args.max_results)
     except OSError:
         return None
-    unregister = ctx.cancel.on_cancel(proc.kill)
-    try:
-        assert proc.stdout is not None
-        hits, complete = _read_ripgrep(proc.stdout, str(root), args.max_results)
-    finally:
-        unregister()
-        proc.kill()
-        proc.wait()
-        if proc.stdout is not None:
-            proc.stdout.close()
     ctx.cancel.check()
     return hits if complete else None
-
-
 def _read_ripgrep(stream: IO[bytes], root: str, max_results: int) -> tuple[list[FileHits], bool]:
     """Fold `rg --json` messages into FileHits; stop after the file that passes
     max_results. Returns the hits and whether the answer is complete (enough matches, or

@@ -8,6 +8,7 @@ A command that ran and failed (non-zero exit, killed, timed out) is a result wit
 
 from __future__ import annotations
 
+import os
 import signal
 from pathlib import Path
 from typing import Annotated, ClassVar
@@ -53,6 +54,7 @@ class RunCommand(TypedTool[RunCommandArgs]):
         self.manager = manager
 
     def call(self, args: RunCommandArgs, ctx: ToolContext) -> ToolResult:
+        _check_command(args.command)
         cwd = _resolve_cwd(args.cwd, ctx)
         try:
             outcome = self.manager.run(
@@ -65,6 +67,16 @@ class RunCommand(TypedTool[RunCommandArgs]):
         except OSError as exc:
             raise ToolFailure("crashed", f"could not start the command: {exc}") from exc
         return _to_result(ctx.call_id, outcome, args.timeout)
+
+
+def _check_command(command: str) -> None:
+    """Reject what no command line can carry (the OS would refuse it at exec)."""
+    if "\0" in command:
+        raise ToolFailure("invalid_args", "the command contains a NUL character")
+    try:
+        os.fsencode(command)
+    except UnicodeEncodeError as exc:
+        raise ToolFailure("invalid_args", f"the command is not valid text: {exc.reason}") from exc
 
 
 def _resolve_cwd(cwd: str | None, ctx: ToolContext) -> Path:

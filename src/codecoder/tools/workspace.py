@@ -26,9 +26,19 @@ from typing import NamedTuple
 
 def resolve(workspace: Path, path: str) -> Path:
     """The real path `path` names: `~` expanded, relative to `workspace`, symlinks and
-    `..` resolved. Raises ValueError for a path with a NUL byte."""
-    joined = Path(workspace).expanduser() / Path(path).expanduser()
+    `..` resolved. Raises ValueError for a path with a NUL byte or a `~user` that names
+    no user."""
+    joined = _expand_home(Path(workspace)) / _expand_home(Path(path))
     return Path(os.path.realpath(joined))
+
+
+def _expand_home(path: Path) -> Path:
+    try:
+        return path.expanduser()
+    except RuntimeError as exc:  # pathlib's way of saying the user (or $HOME) is unknown
+        head = path.parts[0]
+        why = "the home directory is unknown" if head == "~" else "no such user"
+        raise ValueError(f"cannot expand {head!r}: {why}") from exc
 
 
 def is_inside(path: Path, roots: Sequence[Path]) -> bool:
@@ -48,8 +58,11 @@ def display(workspace: Path, path: str | Path) -> str:
 
 
 def printable(name: str) -> str:
-    """A file name fit for the model: undecodable bytes (surrogate escapes) become U+FFFD."""
-    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    """A file name fit for the model: undecodable bytes (surrogate escapes) become U+FFFD,
+    and a name with a newline or another unprintable character is shown quoted with
+    escapes (Python's repr), so a crafted name cannot pose as extra lines of a listing."""
+    text = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return text if text.isprintable() else repr(text)
 
 
 # --- globs (gitignore lines, ripgrep --glob, the glob tool) --------------------------
