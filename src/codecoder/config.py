@@ -8,9 +8,10 @@ and reports a broken file as one clear ConfigError.
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from codecoder import paths
 
@@ -32,8 +33,7 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: {exc.strerror}") from exc
 
 
-@dataclass(frozen=True, slots=True)
-class Layers:
+class Layers(msgspec.Struct, frozen=True):
     """The raw tables of each level; `project` is empty unless the folder is trusted."""
 
     user: dict[str, Any]

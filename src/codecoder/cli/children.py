@@ -9,9 +9,10 @@ list_dir, glob, grep; run_command only when the user's own config grants it
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from codecoder.context.profiles import AgentProfile, narrow_tools
 from codecoder.kernel.loop import AgentLoop, StaticPrompt
@@ -26,8 +27,7 @@ answer (paths, line numbers, findings). You can read, list and search files but 
 them. Work efficiently and stop as soon as you can answer."""
 
 
-@dataclass(frozen=True, slots=True)
-class SubagentSettings:
+class SubagentSettings(msgspec.Struct, frozen=True):
     """`[subagents]` of the user's config (project config cannot widen these)."""
 
     max_parallel: int = 4
@@ -52,14 +52,13 @@ class SubagentSettings:
         )
 
 
-@dataclass
-class SubagentFactory:
+class SubagentFactory(msgspec.Struct):
     """Turns an `agent` tool task into a ChildSpec; one factory per depth level."""
 
     provider: ProviderClient
     workspace: Path
     manager: ProcessManager
-    settings: SubagentSettings = field(default_factory=SubagentSettings)
+    settings: SubagentSettings = msgspec.field(default_factory=SubagentSettings)
     profiles: Sequence[AgentProfile] = ()
     policy: PermissionPolicy | None = None
     depth: int = 0

@@ -9,7 +9,9 @@ from typing import Any
 from codecoder.cli.main import APPROVAL_MODES
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(first: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with `first` (the first argv word) = "exec", only what `exec`
+    parses, because registering the other commands imports their modules."""
     from codecoder import __version__
 
     parser = argparse.ArgumentParser(
@@ -34,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --json: read answers to questions as JSON lines on stdin",
     )
     run.set_defaults(func=_exec)
+    if first == "exec":
+        return parser
 
     resume = sub.add_parser("resume", help="continue a session interactively")
     resume.add_argument("resume", nargs="?", metavar="ID", help="default: this folder's last")

@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     from codecoder.cli.commands import build_parser
 
-    options = build_parser().parse_args(args)
+    options = build_parser(args[0] if args else None).parse_args(args)
     return int(options.func(options))
 
 

@@ -2,7 +2,7 @@
 
 Both read the user's config layer only: provider settings and API keys are the user's,
 never a project's. Registering the subcommands imports nothing else: every `codecoder`
-run registers them, and start-up time is measured.
+run but `exec` registers them, and start-up time is measured.
 """
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from codecoder.providers.registry import ProviderSettings
@@ -93,8 +92,7 @@ def _known_models(
     return sorted(set(specs))
 
 
-@dataclass(frozen=True, slots=True)
-class Check:
+class Check(NamedTuple):
     ok: bool
     detail: str
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from codecoder.config import ConfigError, read_toml
 from codecoder.context.compaction import ThreadedCompactor, context_window
@@ -29,15 +30,14 @@ class WiringError(Exception):
     """A usage or configuration problem found while wiring (exit code 2)."""
 
 
-@dataclass
-class AgentSetup:
+class AgentSetup(msgspec.Struct):
     loop: AgentLoop
     session_id: str
     manager: ProcessManager
     tracer: Tracer | None = None
     first_turn: int = 0
     log: SessionLog | None = None
-    closers: list[Callable[[], object]] = field(default_factory=list)
+    closers: list[Callable[[], object]] = msgspec.field(default_factory=list)
 
     def kill_processes(self) -> None:
         self.manager.kill_all()

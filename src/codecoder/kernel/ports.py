@@ -8,7 +8,6 @@ PromptSource. The kernel imports none of those implementations (invariant 7).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -136,8 +135,7 @@ class ToolFailure(Exception):
         self.error = ToolError(kind=kind, message=message)
 
 
-@dataclass(slots=True)
-class ToolContext:
+class ToolContext(msgspec.Struct):
     """What a running tool may use: its call id, the turn's CancelToken, the workspace,
     a sink for live events (ToolOutput, nested sub-agent events) and the question path."""
 
@@ -145,7 +143,7 @@ class ToolContext:
     cancel: CancelToken
     workspace: Path
     emit: Callable[[AgentEvent], None]
-    extra_roots: tuple[Path, ...] = field(default=())
+    extra_roots: tuple[Path, ...] = ()
 
     def output(self, chunk: str) -> None:
         self.emit(ToolOutput(id=self.call_id, chunk=chunk))

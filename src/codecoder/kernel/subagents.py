@@ -13,7 +13,8 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 from codecoder.kernel.cancel import Cancelled, CancelToken
 from codecoder.kernel.events import AgentEvent, Done, Error, NewToken, Subagent, ToolStarted
@@ -23,8 +24,7 @@ from codecoder.kernel.oneshot import Oneshot
 _ids = itertools.count(1)
 
 
-@dataclass(frozen=True, slots=True)
-class ChildOutcome:
+class ChildOutcome(msgspec.Struct, frozen=True):
     """What one child produced: its final answer, or why it has none."""
 
     agent_id: str
@@ -33,8 +33,7 @@ class ChildOutcome:
     error: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class ChildSpec:
+class ChildSpec(msgspec.Struct, frozen=True):
     """A child to run: its task and the loop that will run it (built by the edge)."""
 
     task: str

@@ -36,8 +36,9 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from codecoder.kernel.cancel import CancelToken
 from codecoder.kernel.events import StatusUpdate
@@ -58,8 +59,7 @@ if TYPE_CHECKING:
 _MAX_ERROR_BODY = 64 * 1024
 
 
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
+class RetryPolicy(msgspec.Struct, frozen=True):
     max_attempts: int = 6
     base_delay: float = 1.0
     max_delay: float = 30.0
@@ -77,8 +77,7 @@ class RetryPolicy:
         return ceiling * (0.5 + random.random() / 2)  # "equal jitter": never below half
 
 
-@dataclass(frozen=True, slots=True)
-class Timeouts:
+class Timeouts(msgspec.Struct, frozen=True):
     connect: float = 10.0
     read: float = 300.0
     """Longest silence between two reads (reasoning models can think for minutes)."""

@@ -9,7 +9,6 @@ gives `cost = None`: tokens are still reported, a guessed cost never is.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, cast
 
 import msgspec
@@ -17,8 +16,7 @@ import msgspec
 from codecoder.kernel.events import Usage
 
 
-@dataclass(frozen=True, slots=True)
-class Price:
+class Price(msgspec.Struct, frozen=True):
     input: float
     output: float
     cached: float | None = None

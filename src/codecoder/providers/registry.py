@@ -43,8 +43,9 @@ from __future__ import annotations
 import importlib
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, cast
+
+import msgspec
 
 from codecoder.kernel.ports import ProviderError
 from codecoder.providers.pricing import price_for, price_table
@@ -63,8 +64,7 @@ _WIRE_MODULES = {
 _OPTION_KEYS = ("max_tokens", "reasoning_effort", "thinking_budget", "extra_body")
 
 
-@dataclass(frozen=True, slots=True)
-class ProviderSettings:
+class ProviderSettings(msgspec.Struct, frozen=True):
     name: str
     wire: WireName
     base_url: str
@@ -73,10 +73,10 @@ class ProviderSettings:
     base_url_env: str | None = None
     auth_token_env: str | None = None
     """A bearer token used when `api_key_env` is unset (ANTHROPIC_AUTH_TOKEN)."""
-    env_headers: Mapping[str, str] = field(default_factory=dict)
+    env_headers: Mapping[str, str] = msgspec.field(default_factory=dict)
     """Header name → environment variable; sent when the variable is set."""
-    headers: Mapping[str, str] = field(default_factory=dict)
-    options: Mapping[str, Any] = field(default_factory=dict)
+    headers: Mapping[str, str] = msgspec.field(default_factory=dict)
+    options: Mapping[str, Any] = msgspec.field(default_factory=dict)
     models: tuple[str, ...] = ()
     """Models worth listing (`codecoder models`); any model name is accepted."""
     base_url_from_config: bool = False
@@ -157,7 +157,7 @@ def _from_config(
     if key_env is not None and not isinstance(key_env, str):
         raise _config_error(f"[providers.{name}] api_key_env must be a variable name")
     settings = base or ProviderSettings(name, wire, base_url, None)
-    return replace(
+    return msgspec.structs.replace(
         settings,
         wire=wire,
         base_url=base_url,

@@ -9,7 +9,6 @@ adapter to an endpoint and the HTTP path.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar, cast
 
 import msgspec
@@ -39,8 +38,7 @@ class StreamParser(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class WireFormat:
+class WireFormat(msgspec.Struct, frozen=True):
     name: WireName
     path: str
     """Appended to the provider's base URL for the streaming POST."""

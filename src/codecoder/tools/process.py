@@ -52,9 +52,10 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from contextlib import suppress
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
+
+import msgspec
 
 from codecoder.kernel.cancel import CancelToken
 
@@ -92,8 +93,7 @@ def default_shell() -> str:
 # --- /proc ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class ProcStat:
+class ProcStat(msgspec.Struct, frozen=True):
     """The fields of /proc/<pid>/stat that tell where a process sits in the tree."""
 
     pid: int
@@ -234,8 +234,7 @@ class HeadTail:
 # --- one running command -------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class CommandOutcome:
+class CommandOutcome(msgspec.Struct, frozen=True):
     """How a command ended. `returncode` is Popen's (negative: killed by that signal);
     `output` is the head and tail of stdout+stderr with a note of what was cut."""
 
@@ -246,18 +245,17 @@ class CommandOutcome:
     duration: float
 
 
-@dataclass(eq=False)
-class _Run:
+class _Run(msgspec.Struct, eq=False):
     proc: subprocess.Popen[bytes]
     marker: str
     pipe_inode: int
     buffer: HeadTail
     on_output: Callable[[str], object] | None
-    exited: threading.Event = field(default_factory=threading.Event)
-    wake: threading.Event = field(default_factory=threading.Event)
+    exited: threading.Event = msgspec.field(default_factory=threading.Event)
+    wake: threading.Event = msgspec.field(default_factory=threading.Event)
     killed: bool = False
     pump_error: BaseException | None = None
-    threads: list[threading.Thread] = field(default_factory=list)
+    threads: list[threading.Thread] = msgspec.field(default_factory=list)
     stop_r: int = -1
     stop_w: int = -1
 
