@@ -15,6 +15,9 @@ from codecoder.kernel.oneshot import Oneshot
 T = TypeVar("T")
 
 
+# msgspec's hook protocol: NotImplementedError means "not a type this hook handles".
+
+
 def _enc_hook(obj: Any) -> Any:
     if isinstance(obj, Oneshot):
         return obj.request_id

@@ -15,6 +15,7 @@ from __future__ import annotations
 import codecs
 import os
 import stat
+from abc import abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, BinaryIO, TypeVar
@@ -52,8 +53,9 @@ class FileTool(TypedTool[A]):
             return tool_result(ctx.call_id, describe_os_error(exc, ctx.workspace), "error")
         return tool_result(ctx.call_id, text)
 
+    @abstractmethod
     def execute(self, args: A, ctx: ToolContext) -> str:
-        raise NotImplementedError
+        """The text for the model; raise Refused for a failure found while running."""
 
 
 def describe_os_error(exc: OSError, workspace: Path) -> str:
