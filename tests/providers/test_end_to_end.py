@@ -51,6 +51,16 @@ def start(client: WireClient, workspace: Path, manager: ProcessManager) -> Any:
     return AgentLoop(client, tools, workspace, max_rounds=10).start()
 
 
+def one_turn(client: WireClient, workspace: Path, manager: ProcessManager, task: str) -> Any:
+    """The events of one turn, the agent shut down afterwards."""
+    handle = start(client, workspace, manager)
+    try:
+        handle.send(task)
+        return handle.wait_done(TIMEOUT)
+    finally:
+        handle.shutdown()
+
+
 def tool_rounds() -> list[Reply]:
     return [
         Reply(
@@ -87,12 +97,7 @@ def test_a_multi_round_tool_loop(
 ) -> None:
     (tmp_path / "app.py").write_text('print("hello")\n')
     server.enqueue(*tool_rounds())
-    handle = start(make_client(wire), tmp_path, manager)
-    try:
-        handle.send("Make app.py say goodbye.")
-        events = handle.wait_done(TIMEOUT)
-    finally:
-        handle.shutdown()
+    events = one_turn(make_client(wire), tmp_path, manager, "Make app.py say goodbye.")
     assert events[-1] == Done(cancelled=False, reason="completed")
     assert (tmp_path / "app.py").read_text() == 'print("goodbye")\n'
     finished = {e.id: e for e in events if isinstance(e, ToolFinished)}
@@ -227,12 +232,7 @@ def test_a_stream_cut_mid_reply_ends_the_turn_with_an_error(
 ) -> None:
     opening = {"chat": 1, "responses": 2, "anthropic": 2}[wire]
     server.enqueue(Reply((Text("Some of it", chunk=1),), drop_after=opening + 6))
-    handle = start(make_client(wire), tmp_path, manager)
-    try:
-        handle.send("Explain.")
-        events = handle.wait_done(TIMEOUT)
-    finally:
-        handle.shutdown()
+    events = one_turn(make_client(wire), tmp_path, manager, "Explain.")
     assert events[-1] == Done(cancelled=False, reason="error")
     (error,) = [e for e in events if isinstance(e, Error)]
     assert error.kind == "network" and "cut off mid-stream" in error.message
