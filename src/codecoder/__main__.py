@@ -1,5 +1,3 @@
-import sys
+from codecoder.cli.main import run
 
-from codecoder.cli.main import main
-
-sys.exit(main())
+run()

@@ -2,11 +2,13 @@
 
 Start-up time is measured (`codecoder --version` ≤ 50 ms): this module imports only `sys`;
 the parser (cli.commands) and each subcommand import what they need when they run.
+Leaving is measured too: see `run`.
 """
 
 from __future__ import annotations
 
 import sys
+from typing import NoReturn
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -30,5 +32,28 @@ def main(argv: list[str] | None = None) -> int:
     return int(options.func(options))
 
 
+def run() -> NoReturn:
+    """The console script. A subcommand returns with its sessions closed, its threads
+    joined and its child processes reaped; what is left is the interpreter's teardown,
+    freeing every module and object one by one: ~50 ms of a 250 ms one-reply `exec`
+    (measured with strace: last close → exit_group). So we flush and leave at once,
+    unless a non-daemon thread is still running, whose work the normal exit would wait
+    for."""
+    code = main()
+    threading = sys.modules.get("threading")  # not imported: no thread was started
+    if threading is not None:
+        current = threading.current_thread()
+        if any(t is not current and not t.daemon for t in threading.enumerate()):
+            sys.exit(code)
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError:  # a reader that went away: nothing more can be said to it
+        code = code or EXIT_FAILED
+    import os
+
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()
