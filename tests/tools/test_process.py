@@ -136,7 +136,7 @@ def test_head_tail_keeps_both_ends_and_counts_the_cut(
 
 
 def test_orphans_are_reparented_to_us_and_reaped(manager: ProcessManager) -> None:
-    assert manager.subreaper
+    assert manager.ensure_subreaper()
     # The shell leaves a short-lived orphan behind; it is not a Popen of anybody's.
     shell = subprocess.run(
         ["sh", "-c", "sleep 0.2 >/dev/null & echo $!"],

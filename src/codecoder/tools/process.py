@@ -340,10 +340,18 @@ class ProcessManager:
         self.head_bytes = head_bytes
         self.tail_bytes = tail_bytes
         self.shell = shell or default_shell()
-        self.subreaper = become_subreaper()
+        self._subreaper: bool | None = None
         self._pidfds = hasattr(os, "pidfd_open")
         self._lock = threading.Lock()
         self._live: dict[int, _Run] = {}
+
+    def ensure_subreaper(self) -> bool:
+        """Whether our orphaned descendants are reparented to us. Asked of Linux once,
+        before the first command starts, not at construction: the prctl goes through
+        ctypes, ~5 ms of start-up that a run without commands need not pay."""
+        if self._subreaper is None:
+            self._subreaper = become_subreaper()
+        return self._subreaper
 
     def running(self) -> int:
         with self._lock:
@@ -399,6 +407,7 @@ class ProcessManager:
     # --- internals -------------------------------------------------------------------
 
     def _spawn(self, command: str, cwd: Path, on_output: Callable[[str], object] | None) -> _Run:
+        self.ensure_subreaper()
         marker = os.urandom(16).hex()
         env = dict(os.environ)
         env[MARKER_VAR] = marker
@@ -488,7 +497,7 @@ class ProcessManager:
         its output pipe, and every descendant of those (by ppid links)."""
         me = os.getpid()
         # With the subreaper set, everything of ours (orphans included) is in our subtree.
-        candidates = snapshot.subtree([me]) if self.subreaper else set(snapshot.stats)
+        candidates = snapshot.subtree([me]) if self._subreaper else set(snapshot.stats)
         candidates.discard(me)  # we hold the pipe's read end
         roots = {stat.pid for stat in snapshot.stats.values() if stat.pgid == run.pid}
         roots.add(run.pid)
