@@ -1,6 +1,10 @@
 """Whole-program figures against an instant local server, per wire format (issue 3).
 
-    .venv/bin/python bench/bench_providers.py [--runs 10]
+    .venv/bin/python -m bench.bench_providers [--runs 10] [--exe PATH]
+
+`--exe` picks the `codecoder` to measure; the default is the development venv's, whose
+test-only packages (the SDKs pull in typing_extensions, which msgspec then imports) cost
+start-up a user's install does not pay. docs/benchmarks.md gives both.
 
 The fake wire server (tests/fakes/wire_server.py) runs in this process on 127.0.0.1;
 `codecoder exec` runs as a child process against it through a `[providers.*]` table, as
@@ -27,7 +31,7 @@ from pathlib import Path
 from tests.fakes.wire_server import Call, Reply, Text, Use, WireServer
 
 WIRES = {"chat": "/v1", "responses": "/v1", "anthropic": ""}
-EXE = str(Path(sys.executable).with_name("codecoder"))
+DEV_EXE = str(Path(sys.executable).with_name("codecoder"))
 
 
 def write_config(config_home: Path, url: str) -> None:
@@ -54,34 +58,47 @@ def run(argv: list[str], env: dict[str, str]) -> tuple[float, float, float]:
     return started, ended, usage.ru_maxrss / 1024
 
 
-def exec_argv(wire: str, workspace: Path, *extra: str) -> list[str]:
-    return [EXE, "exec", "-m", f"fake-{wire}/model", "-C", str(workspace), *extra, "task"]
+class Target:
+    """What to run and where: the executable, the environment, the workspace."""
+
+    def __init__(self, exe: str, env: dict[str, str], workspace: Path) -> None:
+        self.exe = exe
+        self.env = env
+        self.workspace = workspace
+
+    def argv(self, wire: str, *extra: str) -> list[str]:
+        return [
+            self.exe,
+            "exec",
+            "-m",
+            f"fake-{wire}/model",
+            "-C",
+            str(self.workspace),
+            *extra,
+            "task",
+        ]
 
 
-def one_reply(
-    server: WireServer, wire: str, env: dict[str, str], workspace: Path
-) -> tuple[float, float]:
+def one_reply(server: WireServer, wire: str, target: Target) -> tuple[float, float]:
     server.enqueue(Reply(parts=(Text("The answer is 42."), Use(input=10, output=5))))
-    started, ended, _ = run(exec_argv(wire, workspace), env)
+    started, ended, _ = run(target.argv(wire), target.env)
     first = server.posts[-1].received
     return (first - started) * 1000, (ended - started) * 1000
 
 
-def twenty_rounds(
-    server: WireServer, wire: str, env: dict[str, str], workspace: Path
-) -> tuple[float, float]:
+def twenty_rounds(server: WireServer, wire: str, target: Target) -> tuple[float, float]:
     for i in range(20):
         args = json.dumps({"command": f"echo round {i}"})
         server.enqueue(Reply(parts=(Call("run_command", args, id=f"call_{i}"),)))
     server.enqueue(Reply(parts=(Text("done"),)))
-    started, ended, peak = run(exec_argv(wire, workspace, "--approval", "full-auto"), env)
+    started, ended, peak = run(target.argv(wire, "--approval", "full-auto"), target.env)
     return (ended - started) * 1000, peak
 
 
-def long_answer(server: WireServer, wire: str, env: dict[str, str], workspace: Path) -> float:
+def long_answer(server: WireServer, wire: str, target: Target) -> float:
     server.enqueue(Reply(parts=(Text("tok " * 20_000, chunk=4),)))
     proc = subprocess.Popen(
-        exec_argv(wire, workspace, "--json"), env=env, stdout=subprocess.PIPE, text=True
+        target.argv(wire, "--json"), env=target.env, stdout=subprocess.PIPE, text=True
     )
     assert proc.stdout is not None
     first = 0.0
@@ -96,6 +113,7 @@ def long_answer(server: WireServer, wire: str, env: dict[str, str], workspace: P
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--exe", default=DEV_EXE, help="the codecoder executable to measure")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, WireServer() as server:
         root = Path(tmp)
@@ -106,17 +124,18 @@ def main() -> None:
             FAKE_KEY="sk-bench",
         )
         write_config(root / "config", server.url)
+        target = Target(options.exe, env, root)
         for wire in WIRES:
-            one_reply(server, wire, env, root)  # warm-up: bytecode caches
+            one_reply(server, wire, target)  # warm-up: bytecode caches
             firsts, totals = zip(
-                *(one_reply(server, wire, env, root) for _ in range(options.runs)), strict=True
+                *(one_reply(server, wire, target) for _ in range(options.runs)), strict=True
             )
             base = statistics.median(totals)
             loops, peaks = zip(
-                *(twenty_rounds(server, wire, env, root) for _ in range(3)), strict=True
+                *(twenty_rounds(server, wire, target) for _ in range(3)), strict=True
             )
             per_round = (statistics.median(loops) - base) / 20
-            answers = [long_answer(server, wire, env, root) for _ in range(3)]
+            answers = [long_answer(server, wire, target) for _ in range(3)]
             print(f"{wire}:")
             print(f"  launch -> first request   median {statistics.median(firsts):6.1f} ms")
             print(f"  one-reply run, to exit    median {base:6.1f} ms")

@@ -41,7 +41,7 @@ def test_importing_the_kernel_loads_no_edge_package() -> None:
     code = (
         "import sys, codecoder.kernel.loop, codecoder.kernel.handle, codecoder.kernel.trace;"
         "bad = [m for m in sys.modules if m.split('.')[0] in"
-        " ('httpx', 'rich', 'prompt_toolkit', 'tree_sitter', 'pathspec', 'sqlite3')"
+        " ('socket', 'ssl', 'rich', 'prompt_toolkit', 'tree_sitter', 'sqlite3')"
         " or m.startswith(('codecoder.providers', 'codecoder.tools', 'codecoder.cli',"
         " 'codecoder.permissions', 'codecoder.sessions', 'codecoder.context'))];"
         "print(','.join(bad))"

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import httpx
 import pytest
 
-from codecoder.providers import errors
+from codecoder.providers import errors, pool
 
 OPENAI_CONTEXT = (
     b'{"error": {"message": "This model\'s maximum context length is 128000 tokens. However, '
@@ -88,17 +87,27 @@ def test_stream_error_mapping(error: object, kind: str, retryable: bool) -> None
 @pytest.mark.parametrize(
     ("exc", "start"),
     [
-        (httpx.ConnectError("[Errno 111] Connection refused"), "cannot connect to http://h"),
-        (httpx.ConnectTimeout("timed out"), "timed out connecting to http://h"),
-        (httpx.ReadTimeout("timed out"), "timed out waiting for http://h"),
-        (httpx.RemoteProtocolError("peer closed connection"), "connection lost"),
-        (httpx.ReadError("reset"), "network error"),
+        (pool.ConnectFailed("h:80: Connection refused"), "cannot connect to http://h"),
+        (pool.ConnectTimedOut("timed out"), "timed out connecting to http://h"),
+        (pool.ReadTimedOut("timed out"), "timed out waiting for http://h"),
+        (pool.ConnectionLost("peer closed connection"), "connection lost"),
+        (pool.TransportError("reset"), "network error"),
     ],
 )
-def test_transport_failures_are_retryable_network_errors(exc: httpx.HTTPError, start: str) -> None:
+def test_transport_failures_are_retryable_network_errors(
+    exc: pool.TransportError, start: str
+) -> None:
     error = errors.from_exception(exc, "http://h")
     assert error.kind == "network" and error.retryable
     assert error.message.startswith(start)
+
+
+def test_what_a_retry_cannot_mend_is_final() -> None:
+    untrusted = errors.from_exception(pool.TLSFailed("h: certificate not trusted"), "https://h")
+    assert (untrusted.kind, untrusted.retryable) == ("network", False)
+    assert "certificate not trusted" in untrusted.message
+    bad = errors.from_exception(pool.BadURL("bad URL 'h'"), "h")
+    assert (bad.kind, bad.retryable) == ("config", False)
 
 
 def test_a_label_marks_a_cut_stream_as_final() -> None:

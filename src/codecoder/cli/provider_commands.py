@@ -137,7 +137,7 @@ def check_provider(settings: ProviderSettings, timeout: float, environ: Mapping[
     """The key is there, and the server answers its model list within `timeout`."""
     from codecoder.kernel.ports import ProviderError
     from codecoder.providers import registry
-    from codecoder.providers.http import HttpClient
+    from codecoder.providers.http import HttpClient, Timeouts
 
     try:
         api_key, env_headers = registry.credentials(settings, environ)
@@ -146,10 +146,10 @@ def check_provider(settings: ProviderSettings, timeout: float, environ: Mapping[
     wire = registry.wire_format(settings.wire)
     url = registry.base_url(settings, environ)
     headers = {**wire.auth_headers(api_key), **env_headers, **settings.headers}
-    http = HttpClient(url)
+    http = HttpClient(url, timeouts=Timeouts(connect=timeout, read=timeout, write=timeout))
     started = time.perf_counter()
     try:
-        status, _ = http.get(wire.models_path, headers=headers, timeout=timeout)
+        status, _ = http.get(wire.models_path, headers=headers)
     except ProviderError as exc:
         return Check(False, f"unreachable: {exc.message}")
     finally:

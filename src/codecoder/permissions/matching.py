@@ -20,6 +20,7 @@ from codecoder.permissions.words import Word, unwrap
 
 Words = list[str | None]
 
+
 def values(words: Sequence[Word]) -> Words:
     return [None if word.expands else word.text for word in words]
 

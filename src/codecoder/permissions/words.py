@@ -37,9 +37,7 @@ class _Wrapper(NamedTuple):
 
 
 WRAPPERS: dict[str, _Wrapper] = {
-    "env": _Wrapper(
-        frozenset({"-u", "--unset", "-C", "--chdir"}), 0, frozenset({"-C", "--chdir"})
-    ),
+    "env": _Wrapper(frozenset({"-u", "--unset", "-C", "--chdir"}), 0, frozenset({"-C", "--chdir"})),
     "sudo": _Wrapper(
         frozenset(
             {"-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T"}

@@ -2,12 +2,12 @@
 
 How the package is cut, so that vendor detail stays in one module each:
 
-- `errors`     the one place where HTTP statuses, httpx exceptions and wire error bodies
+- `errors`     the one place where HTTP statuses, transport failures and wire error bodies
                become `ProviderError` (its docstring draws the kinds).
 - `sse`        an incremental Server-Sent Events decoder over raw bytes.
-- `http`       the one HTTP path: a streaming POST on httpx with retries, backoff and
-               cancellation that wakes a blocked socket read; `_transport` (the httpx
-               transport it uses) and `_chunked` (merging of HTTP chunks) serve it.
+- `http`       the one HTTP path: a streaming POST with retries, backoff and
+               cancellation that wakes a blocked socket read, over `pool` (connections:
+               TLS, proxies, keep-alive, redirects) and `http1` (HTTP/1.1 framing).
 - `wire`       what every adapter provides (`WireFormat`, `StreamParser`), shared helpers.
 - `accumulate` the pure fold of streamed tool-call pieces, shared by the adapters.
 - `openai_chat`, `openai_responses`, `anthropic`
@@ -18,5 +18,6 @@ How the package is cut, so that vendor detail stays in one module each:
 - `registry`   `provider/model` → a configured `WireClient`.
 - `scripted`   the scripted fake (replays a JSON script).
 
-Importing `registry` stays cheap: httpx is imported on the first request only.
+Importing `registry` stays cheap: the HTTP path loads on the first request, and costs the
+`socket` module (TLS only for https).
 """

@@ -21,14 +21,12 @@ the reply has been handed on (see `providers.http`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import msgspec
 
 from codecoder.kernel.ports import ProviderError, ProviderErrorKind
-
-if TYPE_CHECKING:
-    import httpx
+from codecoder.providers import pool
 
 _MAX_MESSAGE = 300
 
@@ -161,23 +159,24 @@ def stream_incomplete() -> ProviderError:
     )
 
 
-def from_exception(exc: httpx.HTTPError, url: str) -> ProviderError:
-    """An httpx transport failure; all are retryable while nothing reached the client."""
-    import httpx
-
+def from_exception(exc: pool.TransportError, url: str) -> ProviderError:
+    """A transport failure. Retryable while nothing reached the client, except what a
+    retry cannot mend: a bad URL or header, a certificate that does not verify."""
     detail = one_line(str(exc)) or type(exc).__name__
-    if isinstance(exc, httpx.ConnectTimeout):
+    if isinstance(exc, pool.BadURL):
+        return ProviderError("config", detail)
+    if isinstance(exc, pool.TLSFailed):
+        return ProviderError("network", f"cannot connect to {url}: {detail}")
+    if isinstance(exc, pool.ConnectTimedOut):
         message = f"timed out connecting to {url}"
-    elif isinstance(exc, httpx.ConnectError):
+    elif isinstance(exc, pool.ConnectFailed):
         message = f"cannot connect to {url}: {detail}"
-    elif isinstance(exc, httpx.TimeoutException):
+    elif isinstance(exc, pool.ReadTimedOut):
         message = f"timed out waiting for {url}"
-    elif isinstance(exc, httpx.RemoteProtocolError):
+    elif isinstance(exc, pool.ConnectionLost):
         message = f"connection lost: {detail}"
-    elif isinstance(exc, httpx.TransportError):
-        message = f"network error: {detail}"
     else:
-        return ProviderError("bad_request", f"cannot send the request: {detail}")
+        message = f"network error: {detail}"
     return ProviderError("network", message, retryable=True)
 
 

@@ -5,20 +5,14 @@ Threads. `stream` runs on the caller's thread (the kernel reads a provider on a 
 thread of its own and stops waiting at once on cancel). A cancel must still end that
 thread promptly, even when the server has gone silent: `close()` on a socket from
 another thread does not wake a thread blocked in `recv()`, `shutdown(SHUT_RDWR)` does.
-So the cancel callback shuts the socket down, and the reading thread, woken by the
-failed read, closes the response itself (an httpx response is not safe to close from
-another thread). The socket is found two ways:
+So the cancel callback shuts down the request's socket (the pool names each one it is
+about to use), and the reading thread, woken by the failed read, closes the response
+itself.
 
-- before the response headers arrive (connect, send, waiting for the first byte): our
-  transport's network backend wraps each connection's stream; every write names the
-  stream to the watch of the request being sent on that thread;
-- once streaming: the response's `network_stream` extension (this also covers requests
-  that went through an environment proxy, which uses httpx's own transport).
-
-Throughput. Servers send each SSE event as its own HTTP chunk; our transport merges the
-chunks of each socket read before h11 sees them (`providers._chunked`), the SSE decoder
-splits a whole read at once, and the events of one read are coalesced (400 one-token
-text deltas become one TextDelta), so the kernel sees one event per read, not per token.
+Throughput. Servers send each SSE event as its own HTTP chunk; the chunked decoder
+(`providers.http1`) gives the chunks of one socket read as one piece, the SSE decoder
+splits it at once, and the events of one read are coalesced (400 one-token text deltas
+become one TextDelta), so the kernel sees one event per read, not per token.
 
 Retries (DESIGN.md §7): 429, 5xx, overloaded answers and connection failures, while
 nothing of the reply has been handed on; capped exponential backoff with jitter,
@@ -26,20 +20,20 @@ Retry-After honoured up to the cap; each wait ≤ 30 s, all waits of one request
 each retry announced as `StatusUpdate("retrying")`; the wait is `cancel.wait`, so a cancel
 ends it at once. A stream cut after part of the reply was delivered is not retried.
 
-Cost at import: none of httpx (~80 ms) until the first request; an SSL context (~48 ms)
-only for https endpoints.
+Cost at import: the socket module; an SSL context (~48 ms) only for https endpoints.
 """
 
 from __future__ import annotations
 
 import contextlib
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from codecoder import __version__
 from codecoder.kernel.cancel import CancelToken
 from codecoder.kernel.events import StatusUpdate
 from codecoder.kernel.ports import (
@@ -50,11 +44,9 @@ from codecoder.kernel.ports import (
     ToolCallDelta,
 )
 from codecoder.providers import errors
+from codecoder.providers.pool import Pool, Response, TransportError
 from codecoder.providers.sse import SSEDecoder
 from codecoder.providers.wire import StreamParser
-
-if TYPE_CHECKING:
-    import httpx
 
 _MAX_ERROR_BODY = 64 * 1024
 
@@ -107,20 +99,15 @@ class HttpClient:
         self.base_url = base_url.rstrip("/")
         self.retry = retry or RetryPolicy()
         self.timeouts = timeouts or Timeouts()
-        self._lock = threading.Lock()
-        self._client: httpx.Client | None = None
-
-    def _httpx(self) -> httpx.Client:
-        with self._lock:
-            if self._client is None:
-                self._client = _new_client(self.base_url, self.timeouts)
-            return self._client
+        self._pool = Pool(
+            connect=self.timeouts.connect,
+            read=self.timeouts.read,
+            write=self.timeouts.write,
+            user_agent=f"codecoder/{__version__}",
+        )
 
     def close(self) -> None:
-        with self._lock:
-            client, self._client = self._client, None
-        if client is not None:
-            client.close()
+        self._pool.close()
 
     def stream(
         self,
@@ -170,25 +157,18 @@ class HttpClient:
         cancel: CancelToken,
         parser: StreamParser,
     ) -> Iterator[list[StreamEvent]]:
-        import httpx
-
-        client = self._httpx()
         watch = _Watch()
         unregister = cancel.on_cancel(watch.fire)
         try:
+            response = self._pool.request(
+                "POST", url, headers=headers, body=body, on_socket=watch.attach
+            )
             try:
-                request = client.build_request("POST", url, content=body, headers=headers)
-            except (UnicodeEncodeError, httpx.InvalidURL) as exc:
-                raise ProviderError("config", f"cannot build the request to {url}: {exc}") from exc
-            with watch.bound():
-                response = client.send(request, stream=True)
-            try:
-                watch.attach(response.extensions.get("network_stream"))
                 _check_response(response)
                 yield from _read_events(response, parser)
             finally:
                 response.close()
-        except httpx.HTTPError as exc:
+        except TransportError as exc:
             if not cancel.is_cancelled():
                 raise _Failure(errors.from_exception(exc, url)) from exc
         except ProviderError as exc:
@@ -196,42 +176,37 @@ class HttpClient:
         finally:
             unregister()
 
-    def get(self, path: str, *, headers: Mapping[str, str], timeout: float) -> tuple[int, bytes]:
+    def get(self, path: str, *, headers: Mapping[str, str]) -> tuple[int, bytes]:
         """A plain GET (the model list, for `codecoder doctor`); raises ProviderError."""
-        import httpx
-
         url = self.base_url + path
         try:
-            response = self._httpx().get(url, headers=headers, timeout=timeout)
-        except httpx.HTTPError as exc:
+            response = self._pool.request("GET", url, headers=headers)
+            try:
+                return response.status, response.read()
+            finally:
+                response.close()
+        except TransportError as exc:
             raise errors.from_exception(exc, url) from exc
-        return response.status_code, response.content
 
 
-def _check_response(response: httpx.Response) -> None:
-    if response.status_code >= 400:
-        payload = _read_capped(response)
-        error = errors.from_status(response.status_code, payload)
+def _check_response(response: Response) -> None:
+    status = response.status
+    if status >= 400:
+        payload = response.read(_MAX_ERROR_BODY)
+        error = errors.from_status(status, payload)
         raise _Failure(error, retry_after(response.headers))
+    if 300 <= status < 400:
+        where = response.headers.get("location", "elsewhere")
+        what = f"the server answered {status}, moved to {where}: point base_url there"
+        raise _Failure(ProviderError("config", what))
     content_type = response.headers.get("content-type", "")
     if "text/event-stream" not in content_type:
-        first = _read_capped(response)[:200].decode("utf-8", "replace")
+        first = response.read(_MAX_ERROR_BODY)[:200].decode("utf-8", "replace")
         what = f"expected an event stream, got {content_type or 'no content type'}: {first}"
         raise _Failure(errors.bad_response(what))
 
 
-def _read_capped(response: httpx.Response) -> bytes:
-    parts: list[bytes] = []
-    size = 0
-    for part in response.iter_bytes():
-        parts.append(part)
-        size += len(part)
-        if size >= _MAX_ERROR_BODY:
-            break
-    return b"".join(parts)
-
-
-def _read_events(response: httpx.Response, parser: StreamParser) -> Iterator[list[StreamEvent]]:
+def _read_events(response: Response, parser: StreamParser) -> Iterator[list[StreamEvent]]:
     """One list of events per network read that completed any (coalesced: a read that
     brought 400 one-token events yields one TextDelta), then the parser's last events."""
     decoder = SSEDecoder()
@@ -306,89 +281,33 @@ def retry_after(headers: Mapping[str, str]) -> float | None:
 
 
 class _Watch:
-    """The socket of one request, shut down when the request's CancelToken flips."""
+    """The sockets of one request, shut down when the request's CancelToken flips."""
 
-    __slots__ = ("_fired", "_lock", "_streams")
+    __slots__ = ("_fired", "_lock", "_sockets")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._streams: list[Any] = []
+        self._sockets: list[socket.socket] = []
         self._fired = False
 
-    def bound(self) -> _Bound:
-        return _Bound(self)
-
-    def attach(self, stream: Any) -> None:
-        if stream is None:
-            return
+    def attach(self, sock: socket.socket) -> None:
+        """Called by the pool before it uses `sock`; raises once cancelled."""
         with self._lock:
             if not self._fired:
-                if stream not in self._streams:
-                    self._streams.append(stream)
+                self._sockets.append(sock)
                 return
-        _shutdown(stream)
+        raise TransportError("cancelled")
 
     def fire(self) -> None:
         with self._lock:
             self._fired = True
-            streams, self._streams = self._streams, []
-        for stream in streams:
-            _shutdown(stream)
+            sockets, self._sockets = self._sockets, []
+        for sock in sockets:
+            _shutdown(sock)
 
 
-class _Bound:
-    """Names `watch` as the one whose request this thread is sending right now."""
-
-    __slots__ = ("_watch",)
-    local = threading.local()
-
-    def __init__(self, watch: _Watch) -> None:
-        self._watch = watch
-
-    def __enter__(self) -> None:
-        _Bound.local.watch = self._watch
-
-    def __exit__(self, *exc: object) -> None:
-        _Bound.local.watch = None
-
-
-def _shutdown(stream: Any) -> None:
-    import socket
-
-    sock = stream.get_extra_info("socket")
-    if sock is None:
-        return
+def _shutdown(sock: socket.socket) -> None:
+    # the base class's method: SSLSocket.shutdown would also drop its SSL object under
+    # the reading thread's feet
     with contextlib.suppress(OSError):  # already closed or never connected: nothing to wake
-        sock.shutdown(socket.SHUT_RDWR)
-
-
-def _new_client(base_url: str, timeouts: Timeouts) -> httpx.Client:
-    """Our transport, unless an environment proxy applies to `base_url`: httpx ignores
-    HTTPS_PROXY & co. once given a transport, so proxied endpoints get httpx's own
-    (cancel then wakes the stream through `network_stream` only)."""
-    import httpx
-
-    from codecoder.providers._transport import WatchedTransport
-
-    timeout = httpx.Timeout(
-        connect=timeouts.connect, read=timeouts.read, write=timeouts.write, pool=timeouts.write
-    )
-    if _proxied(base_url):
-        return httpx.Client(timeout=timeout, follow_redirects=True)
-    ssl_context = httpx.create_ssl_context() if base_url.startswith("https:") else None
-    return httpx.Client(
-        transport=WatchedTransport(ssl_context, _Bound.local),
-        timeout=timeout,
-        follow_redirects=True,
-    )
-
-
-def _proxied(url: str) -> bool:
-    import urllib.parse
-    import urllib.request
-
-    proxies = urllib.request.getproxies_environment()
-    parts = urllib.parse.urlsplit(url)
-    if not (proxies.get(parts.scheme) or proxies.get("all")):
-        return False
-    return not urllib.request.proxy_bypass(parts.hostname or "")
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)

@@ -518,6 +518,8 @@ def _run_ripgrep(rg: str, root: Path, args: GrepArgs, ctx: ToolContext) -> list[
         return None
     ctx.cancel.check()
     return hits if complete else None
+
+
 def _read_ripgrep(stream: IO[bytes], root: str, max_results: int) -> tuple[list[FileHits], bool]:
     """Fold `rg --json` messages into FileHits; stop after the file that passes
     max_results. Returns the hits and whether the answer is complete (enough matches, or

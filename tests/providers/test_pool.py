@@ -1,0 +1,839 @@
+"""The connection pool against real sockets on 127.0.0.1: bodies, keep-alive and its
+failures, timeouts, redirects, TLS, proxies and the socket a cancel shuts down.
+
+Each server is a thread accepting connections and a thread per connection running a
+small handler; `Server.stop` shuts their sockets down and joins them all."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import gzip
+import select
+import socket
+import ssl
+import struct
+import threading
+import time
+import zlib
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+import pytest
+import trustme
+
+import codecoder.providers.pool as pool_module
+from codecoder.providers.pool import (
+    BadURL,
+    ConnectFailed,
+    ConnectionLost,
+    Pool,
+    ReadTimedOut,
+    TLSFailed,
+    TransportError,
+)
+
+PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
+
+# --- a little HTTP server ------------------------------------------------------------
+
+
+@dataclass
+class Request:
+    method: str
+    target: str
+    headers: dict[str, str]
+    """Lower-cased names."""
+    body: bytes
+    connection: int
+    """Which accepted connection (0, 1, …) carried it."""
+
+
+class Peer:
+    """One accepted connection, as a handler sees it."""
+
+    def __init__(self, sock: socket.socket, index: int, server: Server) -> None:
+        self.sock = sock
+        self.index = index
+        self._server = server
+        self._buffer = b""
+        self.count = 0
+        """Requests read so far."""
+
+    def request(self) -> Request | None:
+        """The next request on this connection (recorded on the server), None at its end."""
+        while (end := self._buffer.find(b"\r\n\r\n")) < 0:
+            if not self._fill():
+                return None
+        lines = self._buffer[:end].decode("latin-1").split("\r\n")
+        self._buffer = self._buffer[end + 4 :]
+        method, target, _ = lines[0].split(" ", 2)
+        headers: dict[str, str] = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        length = int(headers.get("content-length", "0"))
+        while len(self._buffer) < length:
+            if not self._fill():
+                return None
+        body, self._buffer = self._buffer[:length], self._buffer[length:]
+        request = Request(method, target, headers, body, self.index)
+        self._server.requests.append(request)
+        self.count += 1
+        return request
+
+    def send(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def drain(self) -> bytes:
+        """Everything the client sends until it closes."""
+        while self._fill():
+            pass
+        data, self._buffer = self._buffer, b""
+        return data
+
+    def _fill(self) -> bool:
+        data = self.sock.recv(65536)
+        self._buffer += data
+        return bool(data)
+
+
+Handler = Callable[[Peer], None]
+
+
+class Server:
+    """A TCP (or TLS) server on 127.0.0.1 running `handler` on a thread per connection;
+    the connection is closed when the handler returns."""
+
+    def __init__(self, handler: Handler, tls: ssl.SSLContext | None = None) -> None:
+        self._handler = handler
+        self._tls = tls
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self._listener.getsockname()[1]
+        self.requests: list[Request] = []
+        self.accepted = 0
+        self._finished = 0
+        self._sockets: list[socket.socket] = []
+        self._threads: list[threading.Thread] = []
+        self._changed = threading.Condition()
+        self._stop = threading.Event()
+        self._acceptor = threading.Thread(target=self._accept, name="test-server-accept")
+
+    @property
+    def url(self) -> str:
+        return f"{'https' if self._tls else 'http'}://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> Server:
+        self._acceptor.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._stop.set()
+        self._acceptor.join()
+        with self._changed:
+            sockets = list(self._sockets)
+        for sock in sockets:
+            with contextlib.suppress(OSError):
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+        for thread in self._threads:
+            thread.join()
+        for sock in sockets:
+            sock.close()
+        self._listener.close()
+
+    def wait_finished(self, count: int) -> None:
+        """Until `count` connections have been handled and closed."""
+        with self._changed:
+            assert self._changed.wait_for(lambda: self._finished >= count, timeout=2.0)
+
+    def _accept(self) -> None:
+        self._listener.settimeout(0.01)
+        while not self._stop.is_set():
+            try:
+                sock, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            sock.settimeout(5.0)  # a safety net: no handler waits longer
+            with self._changed:
+                index = self.accepted
+                self.accepted += 1
+                self._sockets.append(sock)
+            thread = threading.Thread(target=self._serve, args=(sock, index), name="test-peer")
+            self._threads.append(thread)
+            thread.start()
+
+    def _serve(self, sock: socket.socket, index: int) -> None:
+        try:
+            with contextlib.suppress(OSError):  # the client went away, as clients do
+                if self._tls is not None:
+                    sock = self._tls.wrap_socket(
+                        sock, server_side=True, do_handshake_on_connect=False
+                    )
+                    with self._changed:
+                        self._sockets.append(sock)
+                    sock.do_handshake()
+                self._handler(Peer(sock, index, self))
+        finally:
+            sock.close()
+            with self._changed:
+                self._finished += 1
+                self._changed.notify_all()
+
+
+def answer(
+    body: bytes = b"ok",
+    *,
+    status: str = "200 OK",
+    headers: tuple[tuple[str, str], ...] = (),
+    version: str = "1.1",
+) -> bytes:
+    """A response with a Content-Length (unless `headers` frame it otherwise)."""
+    fields = list(headers)
+    framed = {name.lower() for name, _ in fields} & {"content-length", "transfer-encoding"}
+    if not framed:
+        fields.append(("Content-Length", str(len(body))))
+    head = "".join(f"{name}: {value}\r\n" for name, value in fields)
+    return f"HTTP/{version} {status}\r\n{head}\r\n".encode("latin-1") + body
+
+
+def chunked(*pieces: bytes) -> bytes:
+    frames = b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces) + b"0\r\n\r\n"
+    return answer(frames, headers=(("Transfer-Encoding", "chunked"),))
+
+
+def serving(*answers: bytes) -> Handler:
+    """Answer every request of every connection with the next answer; the last repeats."""
+    queue = deque(answers)
+    lock = threading.Lock()
+
+    def handle(peer: Peer) -> None:
+        while peer.request() is not None:
+            with lock:
+                reply = queue.popleft() if len(queue) > 1 else queue[0]
+            peer.send(reply)
+
+    return handle
+
+
+def silent(peer: Peer) -> None:
+    """Read the request, never answer."""
+    peer.request()
+    peer.drain()
+
+
+# --- fixtures ------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def no_proxy_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+
+
+@pytest.fixture
+def pool() -> Iterator[Pool]:
+    connections = Pool(connect=2.0, read=2.0, write=2.0, user_agent="pool-test/1")
+    yield connections
+    connections.close()
+
+
+@pytest.fixture(scope="module")
+def ca() -> trustme.CA:
+    return trustme.CA()
+
+
+@pytest.fixture(scope="module")
+def server_tls(ca: trustme.CA) -> ssl.SSLContext:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("localhost", "127.0.0.1").configure_cert(context)
+    return context
+
+
+@pytest.fixture
+def trust_ca(ca: trustme.CA, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The client trusts our CA only (through SSL_CERT_FILE), from a fresh TLS context."""
+    path = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(path))
+    monkeypatch.setenv("SSL_CERT_FILE", str(path))
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    monkeypatch.setattr(pool_module, "_tls_context", None)
+
+
+def fetch(pool: Pool, url: str, method: str = "GET", *, body: bytes = b"") -> tuple[int, bytes]:
+    response = pool.request(method, url, headers={}, body=body)
+    try:
+        return response.status, response.read()
+    finally:
+        response.close()
+
+
+# --- bodies --------------------------------------------------------------------------
+
+
+def test_a_content_length_body_and_the_request_the_server_saw(pool: Pool) -> None:
+    reply = answer(b'{"id": 1}', headers=(("Content-Type", "application/json"),))
+    with Server(serving(reply)) as server:
+        response = pool.request(
+            "POST", server.url + "/v1/x?q=1", headers={"X-Key": "k"}, body=b'{"a": 1}'
+        )
+        assert (response.status, response.reason) == (200, "OK")
+        assert response.headers["content-type"] == "application/json"
+        assert response.read() == b'{"id": 1}'
+        response.close()
+    [seen] = server.requests
+    assert (seen.method, seen.target, seen.body) == ("POST", "/v1/x?q=1", b'{"a": 1}')
+    assert seen.headers["host"] == f"127.0.0.1:{server.port}"
+    assert seen.headers["content-length"] == "8"
+    assert seen.headers["user-agent"] == "pool-test/1"
+    assert seen.headers["x-key"] == "k"
+
+
+def test_a_chunked_body_sent_in_many_writes(pool: Pool) -> None:
+    def handle(peer: Peer) -> None:
+        peer.request()
+        peer.send(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        for n in range(5):
+            peer.send(b"6\r\nevent%d\r\n" % n)
+        peer.send(b"0\r\n\r\n")
+        peer.drain()
+
+    with Server(handle) as server:
+        assert fetch(pool, server.url) == (200, b"".join(b"event%d" % n for n in range(5)))
+
+
+def test_a_body_delimited_by_the_close(pool: Pool) -> None:
+    def handle(peer: Peer) -> None:
+        peer.request()
+        peer.send(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil ")
+        peer.send(b"the end")
+
+    with Server(handle) as server:
+        assert fetch(pool, server.url) == (200, b"until the end")
+
+
+@pytest.mark.parametrize("one_write", [False, True], ids=["two-writes", "one-write"])
+def test_an_interim_100_continue_is_skipped(pool: Pool, one_write: bool) -> None:
+    interim = b"HTTP/1.1 100 Continue\r\n\r\n"
+    final = answer(b"created", status="201 Created")
+
+    def handle(peer: Peer) -> None:
+        peer.request()
+        if one_write:
+            peer.send(interim + final)
+        else:
+            peer.send(interim)
+            time.sleep(0.05)
+            peer.send(final)
+        peer.drain()
+
+    with Server(handle) as server:
+        result = fetch(pool, server.url, "POST", body=b"x")
+    assert result == (201, b"created")
+
+
+@pytest.mark.parametrize("kind", ["gzip", "deflate"])
+def test_a_compressed_body_comes_out_decoded(pool: Pool, kind: str) -> None:
+    text = b"data: compressed anyway\n\n" * 200
+    if kind == "gzip":
+        reply = answer(gzip.compress(text), headers=(("Content-Encoding", "gzip"),))
+    else:
+        packed = zlib.compress(text)
+        frames = b"%x\r\n%s\r\n0\r\n\r\n" % (len(packed), packed)
+        coding = (("Transfer-Encoding", "chunked"), ("Content-Encoding", "deflate"))
+        reply = answer(frames, headers=coding)
+    with Server(serving(reply)) as server:
+        assert fetch(pool, server.url) == (200, text)
+
+
+def test_an_unasked_content_coding_is_refused(pool: Pool) -> None:
+    reply = answer(b"\x1b\x00", headers=(("Content-Encoding", "br"),))
+    with Server(serving(reply)) as server, pytest.raises(ConnectionLost, match="br"):
+        pool.request("GET", server.url, headers={})
+
+
+def test_a_head_larger_than_64_kib_is_refused(pool: Pool) -> None:
+    def handle(peer: Peer) -> None:
+        peer.request()
+        peer.send(b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * (70 * 1024))
+        peer.drain()
+
+    with Server(handle) as server, pytest.raises(ConnectionLost, match="64 KiB"):
+        pool.request("GET", server.url, headers={})
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"SSH-2.0-OpenSSH_9.6\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: 3, 4\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: \xb2\r\n\r\n",
+    ],
+    ids=["not-http", "conflicting-length", "superscript-length"],
+)
+def test_a_garbage_head_is_a_lost_connection(pool: Pool, head: bytes) -> None:
+    """Whatever the server sends, the caller sees a TransportError, never a ValueError."""
+
+    def handle(peer: Peer) -> None:
+        peer.request()
+        peer.send(head)
+        peer.drain()
+
+    with Server(handle) as server, pytest.raises(ConnectionLost):
+        pool.request("GET", server.url, headers={})
+
+
+# --- keep-alive ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("reply", [answer(b"ok"), chunked(b"o", b"k")], ids=["length", "chunked"])
+def test_two_requests_in_a_row_share_one_connection(pool: Pool, reply: bytes) -> None:
+    with Server(serving(reply)) as server:
+        assert fetch(pool, server.url + "/1") == (200, b"ok")
+        assert fetch(pool, server.url + "/2") == (200, b"ok")
+    assert server.accepted == 1
+    assert [(r.target, r.connection) for r in server.requests] == [("/1", 0), ("/2", 0)]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        answer(b"ok", headers=(("Connection", "close"),)),
+        answer(b"ok", version="1.0"),
+        answer(b"okXX", headers=(("Content-Length", "2"),)),
+        answer(
+            b"2\r\nok\r\n0\r\n\r\n",
+            headers=(("Transfer-Encoding", "chunked"), ("Content-Length", "7")),
+        ),
+    ],
+    ids=["connection-close", "http-1.0", "bytes-after-body", "te-and-cl"],
+)
+def test_a_connection_that_must_not_carry_more_is_not_reused(pool: Pool, reply: bytes) -> None:
+    """The server would go on serving; the client must not ask it to."""
+    with Server(serving(reply)) as server:
+        assert fetch(pool, server.url) == (200, b"ok")
+        assert fetch(pool, server.url) == (200, b"ok")
+    assert server.accepted == 2
+    assert [r.connection for r in server.requests] == [0, 1]
+
+
+def test_a_body_abandoned_half_way_does_not_return_the_connection(pool: Pool) -> None:
+    partial = answer(b"5\r\nfirst\r\n", headers=(("Transfer-Encoding", "chunked"),))
+    with Server(serving(partial, answer(b"ok"))) as server:
+        response = pool.request("GET", server.url, headers={})
+        pieces = response.iter_bytes()
+        assert next(pieces) == b"first"
+        response.close()
+        assert fetch(pool, server.url) == (200, b"ok")
+    assert server.accepted == 2
+    assert [r.connection for r in server.requests] == [0, 1]
+
+
+def test_an_idle_connection_the_server_closed_is_replaced(pool: Pool) -> None:
+    def handle(peer: Peer) -> None:
+        while peer.request() is not None:
+            peer.send(answer(b"ok"))
+            if peer.index == 0:
+                return  # closes the connection, which the client keeps idle
+
+    with Server(handle) as server:
+        assert fetch(pool, server.url + "/1") == (200, b"ok")
+        server.wait_finished(1)
+        assert fetch(pool, server.url + "/2") == (200, b"ok")
+    assert server.accepted == 2
+    assert [(r.target, r.connection) for r in server.requests] == [("/1", 0), ("/2", 1)]
+
+
+def test_a_reused_connection_closed_instead_of_answering_is_retried_once(pool: Pool) -> None:
+    def handle(peer: Peer) -> None:
+        while peer.request() is not None:
+            if peer.index == 0 and peer.count == 2:
+                return  # read the second request, close without a word
+            peer.send(answer(b"ok"))
+
+    with Server(handle) as server:
+        assert fetch(pool, server.url + "/1") == (200, b"ok")
+        assert fetch(pool, server.url + "/2", "POST", body=b"once") == (200, b"ok")
+    assert server.accepted == 2
+    assert [(r.target, r.connection) for r in server.requests] == [
+        ("/1", 0),
+        ("/2", 0),
+        ("/2", 1),
+    ]
+
+
+def test_a_reused_connection_reset_before_answering_is_retried_once(pool: Pool) -> None:
+    """The race keep-alive always has: the server times the idle connection out just as
+    the next request arrives, and the kernel answers it with a reset."""
+
+    def handle(peer: Peer) -> None:
+        if peer.index == 0:
+            peer.request()
+            peer.send(answer(b"ok"))
+            peer.sock.recv(1, socket.MSG_PEEK)  # the next request has begun to arrive
+            linger = struct.pack("ii", 1, 0)  # close with a reset, as a kernel does
+            peer.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
+            return
+        serving(answer(b"ok"))(peer)
+
+    with Server(handle) as server:
+        assert fetch(pool, server.url + "/1") == (200, b"ok")
+        assert fetch(pool, server.url + "/2") == (200, b"ok")
+    assert server.accepted == 2
+    assert [(r.target, r.connection) for r in server.requests] == [("/1", 0), ("/2", 1)]
+
+
+def test_a_reused_connection_that_began_to_answer_is_not_retried(pool: Pool) -> None:
+    """An interim answer shows the server has the request: sending it again could make it
+    act twice, so a close after `100 Continue` is a lost connection, not a stale one."""
+
+    def handle(peer: Peer) -> None:
+        peer.request()
+        peer.send(answer(b"ok"))
+        peer.request()
+        peer.send(b"HTTP/1.1 100 Continue\r\n\r\n")
+
+    with Server(handle) as server:
+        assert fetch(pool, server.url + "/1") == (200, b"ok")
+        with pytest.raises(ConnectionLost, match="mid-answer"):
+            fetch(pool, server.url + "/2", "POST", body=b"x")
+    assert server.accepted == 1
+
+
+# --- failures ------------------------------------------------------------------------
+
+
+def read_then_close(peer: Peer) -> None:
+    peer.request()
+
+
+def test_a_fresh_connection_closed_without_an_answer_is_lost(pool: Pool) -> None:
+    with Server(read_then_close) as server, pytest.raises(ConnectionLost, match="an answer"):
+        pool.request("GET", server.url, headers={})
+    assert server.accepted == 1  # a fresh connection is not retried
+
+
+def test_a_silent_server_times_the_read_out() -> None:
+    impatient = Pool(connect=2.0, read=0.2, write=2.0, user_agent="pool-test/1")
+    with Server(silent) as server:
+        started = time.monotonic()
+        with pytest.raises(ReadTimedOut):
+            impatient.request("GET", server.url, headers={})
+        assert time.monotonic() - started < 2.0
+
+
+def test_a_refused_port_fails_to_connect(pool: Pool) -> None:
+    with socket.socket() as bound:  # bound, not listening: the kernel refuses
+        bound.bind(("127.0.0.1", 0))
+        port = bound.getsockname()[1]
+        with pytest.raises(ConnectFailed, match=str(port)):
+            pool.request("GET", f"http://127.0.0.1:{port}/", headers={})
+
+
+@pytest.mark.parametrize("url", ["ftp://127.0.0.1/", "http:///nohost", "http://h:99999/"])
+def test_a_bad_url_is_refused_before_connecting(pool: Pool, url: str) -> None:
+    with pytest.raises(BadURL):
+        pool.request("GET", url, headers={})
+
+
+def test_a_header_that_cannot_go_on_the_wire_is_refused(pool: Pool) -> None:
+    with Server(silent) as server, pytest.raises(BadURL, match="cannot build"):
+        pool.request("GET", server.url, headers={"X-A": "a\r\nX-Evil: 1"})
+    assert server.accepted == 0
+
+
+def test_on_socket_raising_stops_the_request_before_anything_is_sent(pool: Pool) -> None:
+    received: list[bytes] = []
+
+    def handle(peer: Peer) -> None:
+        received.append(peer.drain())
+
+    class Cancelled(Exception):
+        pass
+
+    def refuse(sock: socket.socket) -> None:
+        raise Cancelled
+
+    with Server(handle) as server:
+        with pytest.raises(Cancelled):
+            pool.request("POST", server.url, headers={}, body=b"x", on_socket=refuse)
+        server.wait_finished(1)
+    assert received == [b""]
+
+
+def test_shutting_the_socket_down_wakes_a_request_waiting_for_its_head(pool: Pool) -> None:
+    sockets: list[socket.socket] = []
+    with Server(silent) as server:
+        timer = threading.Timer(0.1, lambda: socket.socket.shutdown(sockets[0], socket.SHUT_RDWR))
+        timer.start()
+        started = time.monotonic()
+        try:
+            with pytest.raises(ConnectionLost):
+                pool.request("GET", server.url, headers={}, on_socket=sockets.append)
+        finally:
+            timer.join()
+        assert time.monotonic() - started < 1.0
+
+
+# --- redirects -----------------------------------------------------------------------
+
+
+def test_a_307_sends_the_post_again_to_the_new_path(pool: Pool) -> None:
+    def handle(peer: Peer) -> None:
+        while (request := peer.request()) is not None:
+            if request.target == "/old":
+                moved = (("Location", "/new?x=1"),)
+                peer.send(answer(b"moved", status="307 Temporary Redirect", headers=moved))
+            else:
+                peer.send(answer(b"done"))
+
+    with Server(handle) as server:
+        result = fetch(pool, server.url + "/old", "POST", body=b'{"m": 1}')
+    assert result == (200, b"done")
+    assert [(r.method, r.target, r.body, r.connection) for r in server.requests] == [
+        ("POST", "/old", b'{"m": 1}', 0),
+        ("POST", "/new?x=1", b'{"m": 1}', 0),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("method", "status", "followed"),
+    [("GET", "302 Found", True), ("GET", "301 Moved", True), ("POST", "302 Found", False)],
+)
+def test_301_to_303_are_followed_for_get_only(
+    pool: Pool, method: str, status: str, followed: bool
+) -> None:
+    def handle(peer: Peer) -> None:
+        while (request := peer.request()) is not None:
+            if request.target == "/old":
+                peer.send(answer(b"", status=status, headers=(("Location", "/new"),)))
+            else:
+                peer.send(answer(b"new"))
+
+    with Server(handle) as server:
+        code, _ = fetch(pool, server.url + "/old", method)
+    assert (code == 200) is followed
+    assert [r.target for r in server.requests] == (["/old", "/new"] if followed else ["/old"])
+
+
+def test_a_redirect_loop_ends(pool: Pool) -> None:
+    loop = answer(b"", status="308 Permanent Redirect", headers=(("Location", "/again"),))
+    with Server(serving(loop)) as server, pytest.raises(BadURL, match="redirects"):
+        pool.request("POST", server.url, headers={}, body=b"x")
+    assert len(server.requests) == 6
+
+
+def test_a_cross_origin_redirect_drops_the_credentials(pool: Pool) -> None:
+    sent = {
+        "Authorization": "Bearer sk-secret",
+        "x-api-key": "sk-ant-secret",
+        "Api-Key": "azure-secret",
+        "anthropic-version": "2023-06-01",
+        "X-Trace": "t1",
+    }
+    with Server(serving(answer(b"there"))) as there:
+        moved = (("Location", there.url + "/final"),)
+        with Server(serving(answer(b"", status="307 Temporary Redirect", headers=moved))) as here:
+            response = pool.request("POST", here.url + "/start", headers=sent, body=b"b")
+            assert (response.status, response.read()) == (200, b"there")
+            response.close()
+    [first], [second] = here.requests, there.requests
+    assert {"authorization", "x-api-key", "api-key", "x-trace"} <= first.headers.keys()
+    assert "authorization" not in second.headers
+    assert "x-api-key" not in second.headers
+    assert "api-key" not in second.headers
+    assert second.headers["anthropic-version"] == "2023-06-01"
+    assert second.headers["x-trace"] == "t1"
+    assert (second.target, second.body) == ("/final", b"b")
+
+
+def test_a_redirect_from_https_to_http_is_refused(
+    pool: Pool, server_tls: ssl.SSLContext, trust_ca: None
+) -> None:
+    moved = (("Location", "http://127.0.0.1:9/plain"),)
+    reply = answer(b"", status="307 Temporary Redirect", headers=moved)
+    with Server(serving(reply), tls=server_tls) as server, pytest.raises(BadURL, match="https"):
+        pool.request("POST", server.url + "/v1", headers={"Authorization": "x"}, body=b"b")
+
+
+# --- TLS -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
+def test_a_request_over_tls(
+    pool: Pool, server_tls: ssl.SSLContext, trust_ca: None, host: str
+) -> None:
+    with Server(serving(answer(b"secure")), tls=server_tls) as server:
+        url = f"https://{host}:{server.port}/v1/x"
+        assert fetch(pool, url) == (200, b"secure")
+        assert fetch(pool, url) == (200, b"secure")
+    assert server.accepted == 1
+    assert server.requests[0].headers["host"] == f"{host}:{server.port}"
+
+
+def test_an_untrusted_certificate_fails_tls(
+    pool: Pool, server_tls: ssl.SSLContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    monkeypatch.setattr(pool_module, "_tls_context", None)
+    with (
+        Server(serving(answer()), tls=server_tls) as server,
+        pytest.raises(TLSFailed, match="not trusted"),
+    ):
+        pool.request("GET", server.url, headers={})
+    assert server.requests == []
+
+
+def test_shutting_the_socket_down_wakes_a_tls_body_read(
+    pool: Pool, server_tls: ssl.SSLContext, trust_ca: None
+) -> None:
+    def handle(peer: Peer) -> None:
+        peer.request()
+        peer.send(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
+        peer.drain()  # and then nothing
+
+    with Server(handle, tls=server_tls) as server:
+        response = pool.request("GET", server.url, headers={})
+        pieces = response.iter_bytes()
+        assert next(pieces) == b"hello"
+        timer = threading.Timer(
+            0.1, lambda: socket.socket.shutdown(response.socket, socket.SHUT_RDWR)
+        )
+        started = time.monotonic()
+        timer.start()
+        try:
+            with contextlib.suppress(ConnectionLost):
+                assert list(pieces) == []
+        finally:
+            timer.join()
+            response.close()
+        assert time.monotonic() - started < 1.0
+
+
+# --- proxies -------------------------------------------------------------------------
+
+
+def relay(client: socket.socket, upstream: socket.socket) -> None:
+    """Bytes both ways until either side closes."""
+    ends = [client, upstream]
+    while True:
+        readable, _, _ = select.select(ends, [], [], 5.0)
+        if not readable:
+            return
+        for end in readable:
+            data = end.recv(65536)
+            if not data:
+                return
+            (upstream if end is client else client).sendall(data)
+
+
+def tunnelling(peer: Peer) -> None:
+    """A CONNECT proxy: it records the request (on the server) and relays."""
+    request = peer.request()
+    if request is None:
+        return
+    host, _, port = request.target.rpartition(":")
+    with socket.create_connection((host, int(port)), timeout=2.0) as upstream:
+        peer.send(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        relay(peer.sock, upstream)
+
+
+def test_https_through_a_connect_proxy_with_credentials(
+    pool: Pool, server_tls: ssl.SSLContext, trust_ca: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with (
+        Server(serving(answer(b"tunnelled")), tls=server_tls) as origin,
+        Server(tunnelling) as proxy,
+    ):
+        monkeypatch.setenv("https_proxy", f"http://user:pa%20ss@127.0.0.1:{proxy.port}")
+        url = f"https://localhost:{origin.port}/v1/messages"
+        assert fetch(pool, url, "POST", body=b"{}") == (200, b"tunnelled")
+    [connect] = proxy.requests
+    assert (connect.method, connect.target) == ("CONNECT", f"localhost:{origin.port}")
+    scheme, _, token = connect.headers["proxy-authorization"].partition(" ")
+    assert scheme == "Basic"
+    assert base64.b64decode(token) == b"user:pa ss"
+    [seen] = origin.requests
+    assert (seen.method, seen.target) == ("POST", "/v1/messages")
+    assert "proxy-authorization" not in seen.headers
+
+
+def test_a_proxy_refusing_the_tunnel_fails_to_connect(
+    pool: Pool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    refusal = answer(b"", status="407 Proxy Authentication Required")
+    with Server(serving(refusal)) as proxy:
+        monkeypatch.setenv("HTTPS_PROXY", f"127.0.0.1:{proxy.port}")
+        with pytest.raises(ConnectFailed, match="407"):
+            pool.request("GET", "https://api.example.invalid/v1/models", headers={})
+    assert [r.method for r in proxy.requests] == ["CONNECT"]
+
+
+@pytest.mark.parametrize("variable", ["http_proxy", "HTTP_PROXY", "all_proxy"])
+def test_http_through_a_proxy_uses_the_absolute_form(
+    pool: Pool, monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    with Server(serving(answer(b"proxied"))) as proxy:
+        monkeypatch.setenv(variable, f"http://u:p@127.0.0.1:{proxy.port}")
+        url = "http://api.example.invalid/v1/x?q=1"
+        assert fetch(pool, url) == (200, b"proxied")
+        assert fetch(pool, url) == (200, b"proxied")
+    assert proxy.accepted == 1
+    first = proxy.requests[0]
+    assert first.target == url
+    assert first.headers["host"] == "api.example.invalid"
+    assert first.headers["proxy-authorization"] == "Basic " + base64.b64encode(b"u:p").decode()
+
+
+@pytest.mark.parametrize("no_proxy", ["*", ".localhost", "example.com, LOCALHOST"])
+def test_no_proxy_goes_direct(pool: Pool, monkeypatch: pytest.MonkeyPatch, no_proxy: str) -> None:
+    with socket.socket() as dead:  # a proxy that would refuse every connection
+        dead.bind(("127.0.0.1", 0))
+        monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{dead.getsockname()[1]}")
+        with Server(serving(answer(b"direct"))) as server:
+            url = f"http://localhost:{server.port}/"
+            monkeypatch.setenv("NO_PROXY", "example.com")
+            with pytest.raises(ConnectFailed):  # the proxy is in force...
+                fetch(pool, url)
+            monkeypatch.setenv("no_proxy", no_proxy)  # ...except where no_proxy says
+            assert fetch(pool, url) == (200, b"direct")
+
+
+@pytest.mark.parametrize(
+    ("host", "bypassed"),
+    [
+        ("example.com", True),
+        ("api.example.com", True),
+        ("a.b.example.com", True),
+        ("badexample.com", False),
+        ("example.com.evil", False),
+        ("other.org", False),
+    ],
+)
+def test_a_leading_dot_in_no_proxy_covers_the_domain_and_its_subdomains(
+    monkeypatch: pytest.MonkeyPatch, host: str, bypassed: bool
+) -> None:
+    monkeypatch.setenv("https_proxy", "http://proxy.internal:3128")
+    monkeypatch.setenv("no_proxy", "localhost, .Example.COM")
+    proxy = pool_module._proxy_for("https", host)
+    assert (proxy is None) is bypassed
+
+
+def test_only_http_proxies_are_supported(pool: Pool, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("https_proxy", "socks5://127.0.0.1:1080")
+    with pytest.raises(BadURL, match="only http://"):
+        pool.request("GET", "https://api.example.invalid/", headers={})
+
+
+def test_every_failure_is_a_transport_error() -> None:
+    kinds = (BadURL, ConnectFailed, ConnectionLost, ReadTimedOut, TLSFailed)
+    assert all(issubclass(kind, TransportError) for kind in kinds)
