@@ -28,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.launcher import Finished, Launcher
 from tests.fakes.wire_server import Call, Reply, Text, Use, WireServer
 
 WIRES = {"chat": "/v1", "responses": "/v1", "anthropic": ""}
@@ -45,26 +46,20 @@ def write_config(config_home: Path, url: str) -> None:
     (folder / "config.toml").write_text("\n".join(tables))
 
 
-def run(argv: list[str], env: dict[str, str]) -> tuple[float, float, float]:
-    """(launch time, exit time, peak RSS MB) of one child."""
-    started = time.monotonic()
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    ended = time.monotonic()
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
-    if proc.stderr:
-        proc.stderr.close()
-    return started, ended, usage.ru_maxrss / 1024
-
-
 class Target:
-    """What to run and where: the executable, the environment, the workspace."""
+    """What to run and where: the executable, the environment, the workspace, and the
+    launcher that starts it (see bench/launcher.py for why not Popen)."""
 
-    def __init__(self, exe: str, env: dict[str, str], workspace: Path) -> None:
+    def __init__(self, exe: str, env: dict[str, str], workspace: Path, launcher: Launcher):
         self.exe = exe
         self.env = env
         self.workspace = workspace
+        self.launcher = launcher
+
+    def run(self, wire: str, *extra: str) -> Finished:
+        finished = self.launcher.run(self.argv(wire, *extra), self.env)
+        assert finished.returncode == 0, finished.stderr
+        return finished
 
     def argv(self, wire: str, *extra: str) -> list[str]:
         return [
@@ -81,9 +76,9 @@ class Target:
 
 def one_reply(server: WireServer, wire: str, target: Target) -> tuple[float, float]:
     server.enqueue(Reply(parts=(Text("The answer is 42."), Use(input=10, output=5))))
-    started, ended, _ = run(target.argv(wire), target.env)
+    run = target.run(wire)
     first = server.posts[-1].received
-    return (first - started) * 1000, (ended - started) * 1000
+    return (first - run.started) * 1000, (run.ended - run.started) * 1000
 
 
 def twenty_rounds(server: WireServer, wire: str, target: Target) -> tuple[float, float]:
@@ -91,8 +86,8 @@ def twenty_rounds(server: WireServer, wire: str, target: Target) -> tuple[float,
         args = json.dumps({"command": f"echo round {i}"})
         server.enqueue(Reply(parts=(Call("run_command", args, id=f"call_{i}"),)))
     server.enqueue(Reply(parts=(Text("done"),)))
-    started, ended, peak = run(target.argv(wire, "--approval", "full-auto"), target.env)
-    return (ended - started) * 1000, peak
+    run = target.run(wire, "--approval", "full-auto")
+    return (run.ended - run.started) * 1000, run.peak_mb
 
 
 def long_answer(server: WireServer, wire: str, target: Target) -> float:
@@ -115,7 +110,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--exe", default=DEV_EXE, help="the codecoder executable to measure")
     options = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp, WireServer() as server:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        WireServer() as server,
+        Launcher(Path(tmp)) as launcher,
+    ):
         root = Path(tmp)
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env.update(
@@ -124,7 +123,7 @@ def main() -> None:
             FAKE_KEY="sk-bench",
         )
         write_config(root / "config", server.url)
-        target = Target(options.exe, env, root)
+        target = Target(options.exe, env, root, launcher)
         for wire in WIRES:
             one_reply(server, wire, target)  # warm-up: bytecode caches
             firsts, totals = zip(

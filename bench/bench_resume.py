@@ -1,6 +1,6 @@
 """Resuming a 10,000-message session (issue 5), for docs/benchmarks.md.
 
-    .venv/bin/python bench/bench_resume.py [--messages 10000] [--runs 5]
+    .venv/bin/python -m bench.bench_resume [--messages 10000] [--runs 5]
 
 Builds a session of tool-call/result rounds in a temporary store, then runs
 `codecoder exec --resume ID --script ONE_REPLY --trace T` and reports:
@@ -16,13 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench.launcher import Launcher
 
 from codecoder.kernel.messages import Message, Text, ToolCall, tool_result, user_message
 from codecoder.kernel.ports import ProviderRequest
@@ -48,7 +48,10 @@ def build_session(messages: int) -> str:
     return session
 
 
-def resume_run(session: str, script: Path, workspace: Path, trace: Path) -> tuple[float, float]:
+def resume_run(
+    launcher: Launcher, session: str, script: Path, workspace: Path, trace: Path
+) -> tuple[float, float, float]:
+    """(ms to the first request, ms to exit, peak RSS MB)."""
     trace.unlink(missing_ok=True)
     argv = [
         str(Path(sys.executable).with_name("codecoder")),
@@ -63,15 +66,14 @@ def resume_run(session: str, script: Path, workspace: Path, trace: Path) -> tupl
         str(trace),
         "go on",
     ]
-    started = time.monotonic()
-    subprocess.run(argv, check=True, capture_output=True)
-    ended = time.monotonic()
+    run = launcher.run(argv, dict(os.environ))
+    assert run.returncode == 0, run.stderr
     first = next(
         r["t"]
         for r in Tracer.read(trace)
         if r["dir"] == "event" and r["data"].get("status") == "thinking"
     )
-    return (first - started) * 1000, (ended - started) * 1000
+    return (first - run.started) * 1000, (run.ended - run.started) * 1000, run.peak_mb
 
 
 def in_process(session: str) -> None:
@@ -114,7 +116,7 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=5)
     options = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, Launcher(Path(tmp)) as launcher:
         root = Path(tmp)
         os.environ["XDG_DATA_HOME"] = str(root / "data")
         os.environ["XDG_CONFIG_HOME"] = str(root / "config")
@@ -122,13 +124,12 @@ def main() -> None:
         session = build_session(options.messages)
         script = root / "one.json"
         script.write_text(json.dumps([["Resumed."]]))
-        firsts, totals = [], []
-        for _ in range(options.runs + 1):
-            first, total = resume_run(session, script, root, root / "trace.jsonl")
-            firsts.append(first)
-            totals.append(total)
-        firsts, totals = firsts[1:], totals[1:]  # the first run writes bytecode caches
-        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        runs = [
+            resume_run(launcher, session, script, root, root / "trace.jsonl")
+            for _ in range(options.runs + 1)
+        ][1:]  # the first run writes bytecode caches
+        firsts, totals, peaks = zip(*runs, strict=True)
+        peak = max(peaks)
         print(f"exec --resume of a {options.messages:,}-message session, {options.runs} runs:")
         print(
             f"  launch -> first request  median {statistics.median(firsts):6.1f} ms"

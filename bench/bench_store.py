@@ -1,6 +1,6 @@
 """Session store figures (issue 5): append latency, and loading a 10,000-message session.
 
-    .venv/bin/python bench/bench_store.py [--appends 3000] [--messages 10000] [--result-kib 2]
+    .venv/bin/python -m bench.bench_store [--appends 3000] [--messages 10000] [--result-kib 2]
 
 Targets: append p99 ≤ 2 ms; resuming a 10,000-message session ≤ 300 ms from launch (the
 "cold" row: a fresh interpreter that imports the store, loads and repairs); peak memory
@@ -10,13 +10,15 @@ for it ≤ 150 MB. The database lives in a temporary folder on the same disk as 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 import tracemalloc
 from pathlib import Path
+
+from bench.launcher import Launcher
 
 from codecoder.kernel.messages import Message, Reasoning, Text, ToolCall, user_message
 from codecoder.kernel.messages import tool_result as result
@@ -24,15 +26,14 @@ from codecoder.sessions.repair import repair
 from codecoder.sessions.store import SessionStore
 
 COLD = """
-import resource, sys, time
+import sys, time
 from codecoder.sessions.repair import repair
 from codecoder.sessions.store import SessionStore
 store = SessionStore(sys.argv[1])
 history = repair(store.load_messages(sys.argv[2]))
 done = time.time()
 store.close()
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-print(done, len(history), peak)
+print(done, len(history))
 """
 
 
@@ -93,16 +94,17 @@ def warm_load(db: Path, session: str) -> tuple[float, float, int]:
 
 
 def cold_load(db: Path, session: str) -> tuple[float, float]:
-    """Launch of a fresh interpreter to a repaired history: ms, and its peak RSS in MB."""
+    """Launch of a fresh interpreter to a repaired history: ms, and its peak RSS in MB
+    (started through bench/launcher.py: see there why)."""
     runs = []
     peak = 0.0
-    for _ in range(5):
-        start = time.time()
-        out = subprocess.run(
-            [sys.executable, "-c", COLD, str(db), session], capture_output=True, check=True
-        ).stdout.split()
-        runs.append((float(out[0]) - start) * 1000)
-        peak = max(peak, float(out[2]))
+    with Launcher(db.parent) as launcher:
+        for _ in range(5):
+            start = time.time()
+            run = launcher.run([sys.executable, "-c", COLD, str(db), session], dict(os.environ))
+            assert run.returncode == 0, run.stderr
+            runs.append((float(run.stdout.split()[0]) - start) * 1000)
+            peak = max(peak, run.peak_mb)
     return statistics.median(runs), peak
 
 
