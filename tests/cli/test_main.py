@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 RUN = "import sys, codecoder.cli.main as m; sys.argv[1:] = ['--version']; "
 
 
@@ -40,3 +42,17 @@ def test_the_interpreter_teardown_is_skipped() -> None:
     result = run_python(code)
     assert result.returncode == 0
     assert result.stdout.startswith("codecoder ") and "teardown" not in result.stdout
+
+
+@pytest.mark.parametrize("closed", ["1", "2"])
+def test_a_closed_standard_stream_is_no_failure(closed: str) -> None:
+    """Started with stdout or stderr closed (`>&-`): sys.stdout is None, nothing to flush."""
+    code = RUN + "m.run()"
+    result = subprocess.run(
+        ["sh", "-c", f'exec "$0" -c "$1" {closed}>&-', sys.executable, code],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr

@@ -138,6 +138,13 @@ def test_a_chunk_size_beyond_64_bits_is_refused(size: bytes) -> None:
         ChunkedBody().feed(size + b"\r\nabc")
 
 
+@pytest.mark.parametrize("size", [b"0" * 19 + b"5", b"0" * 19 + b"5;ext"])
+def test_leading_zeros_do_not_count_against_the_size_cap(size: bytes) -> None:
+    body = ChunkedBody()
+    assert body.feed(size + b"\r\nhello\r\n0\r\n\r\n") == b"hello"
+    assert body.done
+
+
 @pytest.mark.parametrize(
     "pieces",
     [
@@ -316,7 +323,7 @@ def test_keep_alive_follows_the_version_and_connection(raw: bytes, keep_alive: b
         b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n",
         b"HTTP/1.1 200 OK\r\n: no name\r\n\r\n",
         b"HTTP/1.1 200 OK\r\nName : v\r\n\r\n",
-        b"HTTP/1.1 200 OK\r\nA: b\r\n folded\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\n folded\r\nA: b\r\n\r\n",
     ],
     ids=[
         "empty",
@@ -330,12 +337,18 @@ def test_keep_alive_follows_the_version_and_connection(raw: bytes, keep_alive: b
         "no-colon",
         "no-name",
         "space-before-colon",
-        "folded",
+        "fold-first",
     ],
 )
 def test_a_garbage_head_is_refused(raw: bytes) -> None:
     with pytest.raises(ProtocolError):
         parse_head(raw)
+
+
+def test_a_folded_header_line_continues_the_field_with_one_space() -> None:
+    """obs-fold: RFC 9112 §5.2 has a client replace it with a space, as h11 does."""
+    head = parse_head(b"HTTP/1.1 200 OK\r\nX-Note: first\r\n \t second \r\nA: b\r\n\r\n")
+    assert head.headers == {"x-note": "first second", "a": "b"}
 
 
 # --- body framing ------------------------------------------------------------------------

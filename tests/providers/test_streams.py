@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 import pytest
 
@@ -22,9 +23,11 @@ from codecoder.kernel.ports import (
 )
 from codecoder.providers import anthropic, openai_responses
 from codecoder.providers.client import WireClient
-from codecoder.providers.http import RetryPolicy
+from codecoder.providers.http import HttpClient, RetryPolicy
 from codecoder.providers.pricing import Price
+from codecoder.providers.registry import wire_format
 from codecoder.providers.wire import WireName
+from tests.fakes.raw_server import Peer, Server
 from tests.fakes.wire_server import Call, Raw, Reply, Silent, Status, Text, Think, Use, WireServer
 from tests.providers.conftest import WIRES, MakeClient, simple_request
 
@@ -452,3 +455,50 @@ def test_a_key_that_cannot_go_in_a_header_is_a_config_error(
         list(client.stream(simple_request(), CancelToken()))
     assert caught.value.kind == "config"
     assert server.posts == []
+
+
+def test_a_cancel_after_its_stream_ended_leaves_the_next_stream_alone() -> None:
+    """Stream A's last event comes from the parser after the body ended, so A's connection
+    is back in the pool while A's consumer still holds the generator. Cancelling A then
+    must not shut down that connection under stream B (another thread, another token)."""
+    head = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+
+    def sse(text: str) -> bytes:  # no `data: [DONE]`: Stop comes from parser.finish()
+        events = [
+            {"id": "c", "choices": [{"index": 0, "delta": {"content": text}}]},
+            {"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+        ]
+        data = b"".join(b"data: " + json.dumps(event).encode() + b"\n\n" for event in events)
+        return b"%x\r\n%s\r\n0\r\n\r\n" % (len(data), data)
+
+    def handle(peer: Peer) -> None:
+        if peer.request() is not None:
+            peer.send(head + sse("A"))
+        if peer.request() is not None:
+            peer.send(head)
+            time.sleep(0.4)
+            peer.send(sse("B"))
+
+    with Server(handle) as server:
+        http = HttpClient(server.url, retry=RetryPolicy(max_attempts=1))
+        chat = wire_format("chat")
+
+        def stream(token: CancelToken) -> Generator[StreamEvent, None, None]:
+            return http.stream(
+                "/chat", b"{}", headers={}, cancel=token, new_parser=chat.new_parser, label="t"
+            )
+
+        first = CancelToken()
+        a = stream(first)
+        assert any(isinstance(event, Stop) for event in a)  # A's generator is not finished
+        b = Consumer(stream(CancelToken()))
+        time.sleep(0.2)
+        first.cancel()
+        b.join()
+        a.close()
+        http.close()
+    assert b.error is None
+    assert text_of(b.events) == "B"
+    assert server.accepted == 1

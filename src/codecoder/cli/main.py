@@ -45,11 +45,12 @@ def run() -> NoReturn:
         current = threading.current_thread()
         if any(t is not current and not t.daemon for t in threading.enumerate()):
             sys.exit(code)
-    try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except OSError:  # a reader that went away: nothing more can be said to it
-        code = code or EXIT_FAILED
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:  # None: started with that descriptor closed
+                stream.flush()
+        except (OSError, ValueError):  # a reader that went away: nothing more to say
+            code = code or EXIT_FAILED
     import os
 
     os._exit(code)

@@ -29,7 +29,7 @@ import contextlib
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 
 import msgspec
 
@@ -118,7 +118,7 @@ class HttpClient:
         cancel: CancelToken,
         new_parser: Callable[[], StreamParser],
         label: str,
-    ) -> Iterator[StreamEvent]:
+    ) -> Generator[StreamEvent, None, None]:
         """POST `body` and yield the reply's events, retrying as the module says. Returns
         (without a Stop) once `cancel` flips; raises ProviderError, labelled."""
         url = self.base_url + path
@@ -160,9 +160,7 @@ class HttpClient:
         watch = _Watch()
         unregister = cancel.on_cancel(watch.fire)
         try:
-            response = self._pool.request(
-                "POST", url, headers=headers, body=body, on_socket=watch.attach
-            )
+            response = self._pool.request("POST", url, headers=headers, body=body, watch=watch)
             try:
                 _check_response(response)
                 yield from _read_events(response, parser)
@@ -291,12 +289,23 @@ class _Watch:
         self._fired = False
 
     def attach(self, sock: socket.socket) -> None:
-        """Called by the pool before it uses `sock`; raises once cancelled."""
+        """Called by the pool before it connects, shakes hands, sends or reads on `sock`;
+        raises once cancelled."""
         with self._lock:
             if not self._fired:
                 self._sockets.append(sock)
                 return
         raise TransportError("cancelled")
+
+    def detach(self, sock: socket.socket) -> bool:
+        """The request is done with `sock`: False if this watch has shut it down, so the
+        pool must not keep it (another request, with another token, would get it)."""
+        with self._lock:
+            if self._fired:
+                return False
+            if sock in self._sockets:
+                self._sockets.remove(sock)
+            return True
 
     def fire(self) -> None:
         with self._lock:

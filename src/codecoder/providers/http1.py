@@ -22,6 +22,7 @@ _SIZE_LINE_LIMIT = 1024
 _HEX = b"0123456789abcdefABCDEF"
 _TOKEN_CHARS = "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 """RFC 9110 §5.6.2 tchar: what a field name is made of."""
+_BLANKS = " \t"
 _VISIBLE_ASCII = "".join(map(chr, range(0x21, 0x7F)))
 _VALUE_CHARS = "\t " + _VISIBLE_ASCII + "".join(map(chr, range(0x80, 0x100)))
 """Visible ASCII, space, tab and obs-text; anything else is refused."""
@@ -86,12 +87,18 @@ def parse_head(raw: bytes) -> Head:
     if version not in ("HTTP/1.1", "HTTP/1.0") or not _is_number(code, 3, 3):
         raise ProtocolError(f"not an HTTP/1.1 status line: {status_line[:80]!r}")
     headers: dict[str, str] = {}
+    key = ""
     for raw_line in lines[1:]:
         line = raw_line.rstrip("\r")
         if not line:
             continue
+        if line[0] in " \t":  # obs-fold: a continuation, to be read as one space (RFC 9112)
+            if not key:
+                raise ProtocolError(f"a continuation line with no field: {line[:80]!r}")
+            headers[key] = (headers[key] + " " + line.strip(_BLANKS)).rstrip()
+            continue
         name, colon, value = line.partition(":")
-        if not colon or not name or name != name.strip() or line[0] in " \t":
+        if not colon or not name or name != name.strip():
             raise ProtocolError(f"malformed header line: {line[:80]!r}")
         key = name.lower()
         value = value.strip(" \t")
@@ -249,6 +256,8 @@ def _chunk_size(line: bytes) -> int:
     if len(line) <= 16 and line.isalnum() and not line.translate(None, _HEX):  # bare hex
         return int(line, 16)
     digits = line.split(b";", 1)[0].strip(b" \t")  # chunk extensions, padding
+    if digits:
+        digits = digits.lstrip(b"0") or b"0"  # leading zeros do not count against the cap
     if not digits or digits.translate(None, _HEX) or len(digits) > 16:
         raise ProtocolError(f"bad chunk size {line[:40]!r}")
     return int(digits, 16)

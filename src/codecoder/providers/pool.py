@@ -22,8 +22,8 @@ import select
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import unquote, urlsplit
 
 from codecoder.providers.http1 import (
@@ -45,7 +45,6 @@ _READ_SIZE = 64 * 1024
 _MAX_REDIRECTS = 5
 _IDLE_EXPIRY = 5.0
 _MAX_IDLE = 8
-_CREDENTIALS = ("authorization", "x-api-key", "api-key", "proxy-authorization")
 
 
 class TransportError(Exception):
@@ -80,6 +79,20 @@ Origin = tuple[str, str, int]
 """(scheme, host, port)."""
 
 
+class SocketWatch(Protocol):
+    """Whoever must be able to wake a blocked socket of a request (its cancel)."""
+
+    def attach(self, sock: socket.socket) -> None:
+        """`sock` is about to connect, shake hands, send or read for the request; may
+        raise to stop it (a cancel that came first)."""
+        ...
+
+    def detach(self, sock: socket.socket) -> bool:
+        """The request is done with `sock`; False if the watch has already acted on it
+        (the socket is shut down and must not go back to the pool)."""
+        ...
+
+
 class _Connection:
     __slots__ = ("idle_since", "key", "sock")
 
@@ -96,11 +109,9 @@ class _Connection:
         sent bytes no request asked for): either way it cannot be used."""
         if time.monotonic() - self.idle_since > _IDLE_EXPIRY:
             return False
-        try:
-            readable, _, _ = select.select([self.sock], [], [], 0)
-        except (OSError, ValueError):
-            return False
-        return not readable
+        poller = select.poll()  # not select(): it refuses descriptors past 1023
+        poller.register(self.sock, select.POLLIN)
+        return not poller.poll(0)
 
 
 class Response:
@@ -115,14 +126,17 @@ class Response:
         head: Head,
         body: Body,
         first: bytes,
+        watch: SocketWatch | None,
+        reusable: bool = True,
     ) -> None:
         self._pool = pool
+        self._watch = watch
         self._connection: _Connection | None = connection
         self.status = head.status
         self.reason = head.reason
         self.headers = head.headers
         self.socket = connection.sock
-        self._keep_alive = head.keep_alive
+        self._keep_alive = head.keep_alive and reusable
         self._body = body
         self._first = first
         self._decoder = _decoder(head.headers.get("content-encoding", ""))
@@ -179,7 +193,8 @@ class Response:
         connection, self._connection = self._connection, None
         if connection is None:
             return
-        if body.reusable and not body.extra and self._keep_alive:
+        released = self._watch is None or self._watch.detach(connection.sock)
+        if released and body.reusable and not body.extra and self._keep_alive:
             self._pool.release(connection)
         else:
             connection.close()
@@ -196,7 +211,6 @@ class Pool:
         self.user_agent = user_agent
         self._lock = threading.Lock()
         self._idle: list[_Connection] = []
-        self._closed = False
 
     def request(
         self,
@@ -205,47 +219,36 @@ class Pool:
         *,
         headers: Mapping[str, str],
         body: bytes = b"",
-        on_socket: Callable[[socket.socket], None] | None = None,
+        watch: SocketWatch | None = None,
     ) -> Response:
-        """Send and read the answer's head, following redirects: 307 and 308 always, 301,
-        302 and 303 for a GET. `on_socket` is told of every socket the request is about to
-        use, and may raise to stop it (a cancel that came first)."""
-        sent = dict(headers)
+        """Send and read the answer's head. Redirects are followed on the same host only
+        (307 and 308 always, 301, 302 and 303 for a GET; http may become https, never the
+        reverse): a request carries keys and the conversation, which another host gets
+        only if the user's configuration names it. Other redirects come back as they are.
+        `watch` is told of every socket the request is about to use."""
         for _ in range(_MAX_REDIRECTS + 1):
-            response = self._send(
-                method,
-                url,
-                headers=sent,
-                body=body,
-                on_socket=on_socket,
-            )
-            location = response.headers.get("location")
-            redirect = response.status in (307, 308) or (
-                method == "GET" and response.status in (301, 302, 303)
-            )
-            if not (redirect and location):
+            response = self._send(method, url, headers=headers, body=body, watch=watch)
+            target = _redirect(method, url, response)
+            if target is None:
                 return response
-            response.read(HEAD_LIMIT)  # a short note at most; frees the connection
-            response.close()
-            target = _join(url, location)
-            if url.startswith("https:") and not target.startswith("https:"):
-                raise BadURL(f"{url} redirected to {target}: refused, it leaves https")
-            if _origin(target) != _origin(url):  # credentials stay with their origin
-                sent = {k: v for k, v in sent.items() if k.lower() not in _CREDENTIALS}
+            try:
+                response.read(HEAD_LIMIT)  # a short note at most; frees the connection
+            finally:
+                response.close()
             url = target
         raise BadURL(f"more than {_MAX_REDIRECTS} redirects from {url}")
 
     def release(self, connection: _Connection) -> None:
         connection.idle_since = time.monotonic()
         with self._lock:
-            if not self._closed and len(self._idle) < _MAX_IDLE:
+            if len(self._idle) < _MAX_IDLE:
                 self._idle.append(connection)
                 return
         connection.close()
 
     def close(self) -> None:
+        """Closes the idle connections; the pool stays usable."""
         with self._lock:
-            self._closed = True
             idle, self._idle = self._idle, []
         for connection in idle:
             connection.close()
@@ -257,9 +260,9 @@ class Pool:
         method: str,
         url: str,
         *,
-        headers: dict[str, str],
+        headers: Mapping[str, str],
         body: bytes,
-        on_socket: Callable[[socket.socket], None] | None,
+        watch: SocketWatch | None,
     ) -> Response:
         scheme, host, port, target = _split(url)
         proxy = _proxy_for(scheme, host)
@@ -284,11 +287,9 @@ class Pool:
         message = head + body if len(body) < _READ_SIZE else (head, body)  # no big copy
         fresh = False
         while True:
-            connection, reused = self._connection(key, host, port, proxy, fresh=fresh)
+            connection, reused = self._connection(key, host, port, proxy, fresh=fresh, watch=watch)
             try:
-                if on_socket is not None:
-                    on_socket(connection.sock)
-                return self._exchange(connection, method, message)
+                return self._exchange(connection, method, message, watch)
             except _Stale as stale:
                 connection.close()
                 if not reused:
@@ -305,19 +306,19 @@ class Pool:
         connection: _Connection,
         method: str,
         message: bytes | tuple[bytes, bytes],
+        watch: SocketWatch | None,
     ) -> Response:
         sock = connection.sock
         try:
             sock.settimeout(self.write_timeout)
-            if isinstance(message, bytes):
-                sock.sendall(message)
-            else:
-                sock.sendall(message[0])
-                sock.sendall(message[1])
+            for part in (message,) if isinstance(message, bytes) else message:
+                _send_all(sock, part)
         except TimeoutError as exc:
             raise ReadTimedOut("timed out sending the request (the server reads no more)") from exc
         except OSError as exc:
-            raise _Stale from exc
+            # A server may answer before it has read everything (413, 401) and close:
+            # its answer is worth more than our write error. None: a stale connection.
+            return self._early_answer(connection, method, watch, exc)
         sock.settimeout(self.read_timeout)
         buffer = b""
         answered = False
@@ -340,25 +341,60 @@ class Pool:
                 body = body_for(head, method)
             except ProtocolError as exc:
                 raise ConnectionLost(str(exc)) from exc
-            return Response(
-                self,
-                connection,
-                head=head,
-                body=body,
-                first=buffer[end:],
-            )
+            return Response(self, connection, head=head, body=body, first=buffer[end:], watch=watch)
+
+    def _early_answer(
+        self, connection: _Connection, method: str, watch: SocketWatch | None, error: OSError
+    ) -> Response:
+        sock = connection.sock
+        sock.settimeout(min(self.read_timeout, 1.0))
+        buffer = b""
+        try:
+            while (end := find_head_end(buffer)) < 0 and len(buffer) <= HEAD_LIMIT:
+                data = sock.recv(_READ_SIZE)
+                if not data:
+                    break
+                buffer += data
+            if end >= 0:
+                head = parse_head(buffer[:end])
+                body = body_for(head, method)
+                return Response(
+                    self,
+                    connection,
+                    head=head,
+                    body=body,
+                    first=buffer[end:],
+                    watch=watch,
+                    reusable=False,
+                )
+        except (OSError, ProtocolError):
+            pass
+        raise _Stale from error
 
     def _connection(
-        self, key: Origin, host: str, port: int, proxy: _Proxy | None, *, fresh: bool
+        self,
+        key: Origin,
+        host: str,
+        port: int,
+        proxy: _Proxy | None,
+        *,
+        fresh: bool,
+        watch: SocketWatch | None,
     ) -> tuple[_Connection, bool]:
         """An idle connection to `key` that still looks alive, unless `fresh`; else a new
-        one. With whether it was reused."""
+        one. With whether it was reused. `watch` learns of its socket before any use."""
         connection = None if fresh else self._take_idle(key)
         if connection is not None:
             if connection.looks_alive():
+                if watch is not None:
+                    try:
+                        watch.attach(connection.sock)
+                    except BaseException:
+                        connection.close()
+                        raise
                 return connection, True
             connection.close()
-        return _Connection(self._open(key[0], host, port, proxy), key), False
+        return _Connection(self._open(key[0], host, port, proxy, watch), key), False
 
     def _take_idle(self, key: Origin) -> _Connection | None:
         with self._lock:
@@ -367,14 +403,16 @@ class Pool:
                     return self._idle.pop(index)
         return None
 
-    def _open(self, scheme: str, host: str, port: int, proxy: _Proxy | None) -> socket.socket:
+    def _open(
+        self, scheme: str, host: str, port: int, proxy: _Proxy | None, watch: SocketWatch | None
+    ) -> socket.socket:
         where = (proxy.host, proxy.port) if proxy is not None else (host, port)
-        sock = _connect(*where, self.connect_timeout)
+        sock = _connect(*where, self.connect_timeout, watch)
         try:
             if scheme == "https":
                 if proxy is not None:
                     _tunnel(sock, host, port, proxy, self.connect_timeout)
-                sock = _wrap_tls(sock, host, self.connect_timeout)
+                sock = _wrap_tls(sock, host, self.connect_timeout, watch)
         except BaseException:
             sock.close()
             raise
@@ -402,15 +440,44 @@ def _recv(sock: socket.socket, *, first: bool = False) -> bytes:
     return data
 
 
-def _connect(host: str, port: int, timeout: float) -> socket.socket:
+def _send_all(sock: socket.socket, data: bytes) -> None:
+    """sendall() whose timeout is per send, not for the whole body: a slow link that keeps
+    taking bytes is not a silent server."""
+    view = memoryview(data)
+    while view:
+        view = view[sock.send(view) :]
+
+
+def _connect(host: str, port: int, timeout: float, watch: SocketWatch | None) -> socket.socket:
+    """A TCP connection, trying each address in turn; the watch learns of each socket
+    before it connects (a shutdown aborts a pending connect). Name resolution itself
+    cannot be woken: it is bounded by the system resolver's own timeout."""
     try:
-        sock = socket.create_connection((host, port), timeout=timeout)
-    except TimeoutError as exc:
-        raise ConnectTimedOut(f"timed out connecting to {host}:{port}") from exc
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except OSError as exc:
         raise ConnectFailed(f"{host}:{port}: {exc.strerror or exc}") from exc
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    return sock
+    error: OSError | None = None
+    for family, kind, proto, _, address in addresses:
+        sock = socket.socket(family, kind, proto)
+        try:
+            if watch is not None:
+                watch.attach(sock)
+            sock.settimeout(timeout)
+            sock.connect(address)
+        except TimeoutError as exc:
+            sock.close()
+            raise ConnectTimedOut(f"timed out connecting to {host}:{port}") from exc
+        except OSError as exc:
+            sock.close()
+            error = exc
+            continue
+        except BaseException:
+            sock.close()
+            raise
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
+    detail = (error.strerror or str(error)) if error is not None else "no address"
+    raise ConnectFailed(f"{host}:{port}: {detail}") from error
 
 
 # --- TLS -----------------------------------------------------------------------------
@@ -439,7 +506,9 @@ def tls_context() -> ssl.SSLContext:
         return _tls_context
 
 
-def _wrap_tls(sock: socket.socket, host: str, timeout: float) -> socket.socket:
+def _wrap_tls(
+    sock: socket.socket, host: str, timeout: float, watch: SocketWatch | None
+) -> socket.socket:
     import ssl
 
     try:
@@ -448,7 +517,13 @@ def _wrap_tls(sock: socket.socket, host: str, timeout: float) -> socket.socket:
         raise TLSFailed(f"cannot load the CA certificates: {exc}") from exc
     sock.settimeout(timeout)
     try:
-        return context.wrap_socket(sock, server_hostname=host)
+        # wrap_socket takes the descriptor over: the watch must know the new socket
+        # before the handshake, which may wait as long as a connect
+        tls = context.wrap_socket(sock, server_hostname=host, do_handshake_on_connect=False)
+        if watch is not None:
+            watch.attach(tls)
+        tls.do_handshake()
+        return tls
     except ssl.SSLCertVerificationError as exc:
         raise TLSFailed(f"{host}: certificate not trusted ({exc.verify_message})") from exc
     except TimeoutError as exc:
@@ -548,9 +623,19 @@ def _split(url: str) -> tuple[str, str, int, str]:
     return parts.scheme, parts.hostname, port or default, target
 
 
-def _origin(url: str) -> Origin:
-    scheme, host, port, _ = _split(url)
-    return scheme, host, port
+def _redirect(method: str, url: str, response: Response) -> str | None:
+    """Where to follow `response` to, if anywhere (see `Pool.request`)."""
+    location = response.headers.get("location")
+    status = response.status
+    if not location or not (
+        status in (307, 308) or (method == "GET" and status in (301, 302, 303))
+    ):
+        return None
+    target = _join(url, location)
+    scheme, host, _, _ = _split(url)
+    new_scheme, new_host, _, _ = _split(target)
+    same_host = new_host.lower() == host.lower()
+    return target if same_host and new_scheme in (scheme, "https") else None
 
 
 def _authority(host: str, port: int, scheme: str) -> str:
