@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.bench_providers import WIRES, write_config
+from bench.bench_providers import WIRES, bench_env
 from tests.fakes.wire_server import Reply, Text, Use, WireServer
 
 
@@ -57,13 +57,7 @@ def main() -> None:
     trees = [str(Path(tree).resolve()) for tree in options.trees]
     with tempfile.TemporaryDirectory() as tmp, WireServer() as server:
         root = Path(tmp)
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        env.update(
-            XDG_CONFIG_HOME=str(root / "config"),
-            XDG_DATA_HOME=str(root / "data"),
-            FAKE_KEY="sk-bench",
-        )
-        write_config(root / "config", server.url)
+        env = bench_env(root, server.url)
         results: dict[str, list[tuple[float, float, float]]] = {tree: [] for tree in trees}
         for tree in trees:
             one_run(server, tree, options.wire, env, root)  # warm-up: bytecode caches

@@ -35,6 +35,20 @@ WIRES = {"chat": "/v1", "responses": "/v1", "anthropic": ""}
 DEV_EXE = str(Path(sys.executable).with_name("codecoder"))
 
 
+def bench_env(root: Path, url: str) -> dict[str, str]:
+    """The children's environment: user config and data under `root`, a config with a
+    `fake-WIRE` provider per wire at `url`, bytecode caching allowed (this machine sets
+    PYTHONDONTWRITEBYTECODE=1, which would make every run compile from source)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(
+        XDG_CONFIG_HOME=str(root / "config"),
+        XDG_DATA_HOME=str(root / "data"),
+        FAKE_KEY="sk-bench",
+    )
+    write_config(root / "config", url)
+    return env
+
+
 def write_config(config_home: Path, url: str) -> None:
     folder = config_home / "codecoder"
     folder.mkdir(parents=True, exist_ok=True)
@@ -116,14 +130,7 @@ def main() -> None:
         Launcher(Path(tmp)) as launcher,
     ):
         root = Path(tmp)
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        env.update(
-            XDG_CONFIG_HOME=str(root / "config"),
-            XDG_DATA_HOME=str(root / "data"),
-            FAKE_KEY="sk-bench",
-        )
-        write_config(root / "config", server.url)
-        target = Target(options.exe, env, root, launcher)
+        target = Target(options.exe, bench_env(root, server.url), root, launcher)
         for wire in WIRES:
             one_reply(server, wire, target)  # warm-up: bytecode caches
             firsts, totals = zip(
