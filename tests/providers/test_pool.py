@@ -387,8 +387,15 @@ class Watch:
     def detach(self, sock: socket.socket) -> bool:
         return not self.fired
 
+    def check(self) -> None:
+        if self.refuse:
+            raise Cancelled
+
     def shut_down_later(self, delay: float) -> threading.Timer:
+        """A cancel in `delay` seconds: from then on the watch refuses, as `_Watch` does."""
+
         def shut() -> None:
+            self.refuse = True
             with contextlib.suppress(OSError):
                 socket.socket.shutdown(self.attached[-1], socket.SHUT_RDWR)
 
@@ -397,13 +404,14 @@ class Watch:
         return timer
 
 
-def test_the_watch_learns_of_a_socket_before_it_connects(pool: Pool) -> None:
+def test_the_watch_learns_of_a_socket_before_its_connect_ends(pool: Pool) -> None:
     watch = Watch()
     with Server(serving(answer(b"ok"))) as server:
         response = pool.request("GET", server.url, headers={}, watch=watch)
         assert response.read() == b"ok"
         response.close()
-    assert watch.connected_when_attached == [False]  # a shutdown can abort the connect
+    assert len(watch.attached) == 1
+    assert watch.attached[0].gettimeout() == 2.0  # back to blocking with a timeout
 
 
 def test_a_refusing_watch_stops_the_request_before_it_connects(pool: Pool) -> None:
@@ -447,6 +455,28 @@ def test_shutting_the_socket_down_wakes_a_request_waiting_for_its_head(pool: Poo
         assert time.monotonic() - started < 1.0
 
 
+def test_a_cancel_on_a_reused_connection_opens_no_new_one(pool: Pool) -> None:
+    """The shut-down socket looks like a stale keep-alive one; the retry must not go out
+    (not even a name lookup, which nothing could wake)."""
+
+    def handle(peer: Peer) -> None:
+        peer.request()
+        peer.send(answer(b"ok"))
+        peer.request()
+        peer.drain()  # and never answers the second
+
+    watch = Watch()
+    with Server(handle) as server:
+        assert fetch(pool, server.url) == (200, b"ok")
+        timer = watch.shut_down_later(0.1)
+        try:
+            with pytest.raises(Cancelled):
+                pool.request("GET", server.url, headers={}, watch=watch)
+        finally:
+            timer.join()
+    assert server.accepted == 1
+
+
 def test_shutting_the_socket_down_wakes_a_tls_handshake(pool: Pool, trust_ca: None) -> None:
     """The server takes the connection and never answers the ClientHello."""
     watch = Watch()
@@ -464,6 +494,32 @@ def test_shutting_the_socket_down_wakes_a_tls_handshake(pool: Pool, trust_ca: No
             timer.join()
         assert time.monotonic() - started < 1.0
     assert len(watch.attached) == 2  # the TCP socket, then the TLS one that took it over
+
+
+def test_a_failed_handshake_leaves_no_socket_open(pool: Pool, server_tls: ssl.SSLContext) -> None:
+    """wrap_socket takes the descriptor over: the TLS socket itself must be closed."""
+    before = len(os.listdir("/proc/self/fd"))
+    errors: list[TLSFailed] = []  # kept alive: a socket they held would stay open
+    with Server(serving(answer(b"ok")), tls=server_tls) as server:
+        for _ in range(3):
+            with pytest.raises(TLSFailed) as caught:  # our CA is not trusted in this test
+                pool.request("GET", server.url, headers={})
+            errors.append(caught.value)
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_connect_goes_on_to_the_next_address(pool: Pool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As socket.create_connection does: an address family the host lacks, then a refused
+    address, then the one that answers."""
+    with Server(serving(answer(b"ok"))) as server:
+        stream = socket.SOCK_STREAM
+        addresses = [
+            (255, stream, 0, "", ("127.0.0.1", server.port)),  # no such family
+            (socket.AF_INET, stream, 6, "", ("127.0.0.1", 9)),  # nothing listens there
+            (socket.AF_INET, stream, 6, "", ("127.0.0.1", server.port)),
+        ]
+        monkeypatch.setattr(socket, "getaddrinfo", lambda *args, **kwargs: addresses)
+        assert fetch(pool, f"http://somewhere:{server.port}/") == (200, b"ok")
 
 
 # --- uploads -------------------------------------------------------------------------
@@ -485,19 +541,39 @@ def test_an_answer_before_the_upload_ended_is_read(pool: Pool) -> None:
     assert (status, body) == (413, b"too large")
 
 
-def test_the_write_timeout_is_per_send_not_for_the_whole_body() -> None:
-    """A slow link that keeps taking bytes is not a silent server."""
-    patient = Pool(connect=2.0, read=2.0, write=0.3, user_agent="pool-test/1")
-    size = 8 << 20
+def test_an_early_answer_after_an_unasked_100_continue_is_the_real_one(pool: Pool) -> None:
+    refusal = b"HTTP/1.1 100 Continue\r\n\r\n" + answer(b"too large", status="413 Too Large")
 
     def handle(peer: Peer) -> None:
-        received = 0
-        while received < size:
-            received += len(peer.sock.recv(128 * 1024))
+        while b"\r\n\r\n" not in peer.sock.recv(65536, socket.MSG_PEEK):
             time.sleep(0.01)
-        peer.send(answer(b"got it"))
+        peer.send(refusal)
+        time.sleep(0.1)
 
     with Server(handle) as server:
+        assert fetch(pool, server.url, "POST", body=b"x" * (16 << 20)) == (413, b"too large")
+
+
+@pytest.mark.parametrize("tls", [False, True])
+def test_the_write_timeout_is_per_send_not_for_the_whole_body(
+    tls: bool, server_tls: ssl.SSLContext, trust_ca: None
+) -> None:
+    """A slow link that keeps taking bytes is not a silent server."""
+    patient = Pool(connect=2.0, read=2.0, write=0.3, user_agent="pool-test/1")
+    size = 8 << 20  # SSLSocket.send() writes all it is given under one deadline: slices
+
+    def handle(peer: Peer) -> None:
+        received = paced = 0
+        while received < size:
+            got = len(peer.sock.recv(128 * 1024))  # a TLS read gives one 16 KiB record
+            received += got
+            paced += got
+            if paced >= 128 * 1024:  # ~12 MB/s: slower than the client can send
+                paced = 0
+                time.sleep(0.01)
+        peer.send(answer(b"got it"))
+
+    with Server(handle, tls=server_tls if tls else None) as server:
         started = time.monotonic()
         assert fetch(patient, server.url, "POST", body=b"x" * size) == (200, b"got it")
         took = time.monotonic() - started
@@ -582,17 +658,43 @@ def test_a_redirect_loop_ends(pool: Pool) -> None:
     assert len(server.requests) == 6
 
 
-def test_a_redirect_to_another_port_of_the_same_host_is_followed(pool: Pool) -> None:
-    sent = {"Authorization": "Bearer sk-secret", "X-Trace": "t1"}
+def test_a_redirect_to_another_port_comes_back_unfollowed(pool: Pool) -> None:
+    """Another port is another program (on 127.0.0.1, any local user's): no key for it."""
+    sent = {"Authorization": "Bearer sk-secret"}
     with Server(serving(answer(b"there"))) as there:
         moved = (("Location", there.url + "/final"),)
         with Server(serving(answer(b"", status="307 Temporary Redirect", headers=moved))) as here:
             response = pool.request("POST", here.url + "/start", headers=sent, body=b"b")
-            assert (response.status, response.read()) == (200, b"there")
+            assert response.status == 307
             response.close()
-    [second] = there.requests
-    assert second.headers["authorization"] == "Bearer sk-secret"
-    assert (second.target, second.body) == ("/final", b"b")
+    assert there.requests == []
+
+
+@pytest.mark.parametrize(
+    ("method", "url", "status", "location", "followed"),
+    [
+        ("POST", "http://h/v1/a", 307, "/v1/b?x=1", "http://h/v1/b?x=1"),
+        ("POST", "https://h/v1/a", 308, "https://H/v1/b", "https://H/v1/b"),
+        ("GET", "http://h/a", 302, "http://h/b", "http://h/b"),
+        ("POST", "http://h/a", 302, "http://h/b", None),
+        ("POST", "http://h/a", 307, "https://h/a", "https://h/a"),
+        ("POST", "http://h:8080/a", 307, "https://h:8443/a", None),
+        ("POST", "http://h/a", 307, "http://h:8080/a", None),
+        ("POST", "https://h/a", 307, "http://h/a", None),
+        ("POST", "HTTPS://h/a", 307, "http://h/a", None),
+        ("POST", "http://h/a", 307, "http://other/a", None),
+        ("POST", "http://h/a", 307, "//other/a", None),
+        ("POST", "http://h/a", 307, "ftp://h/a", None),
+        ("POST", "http://h/a", 307, "http://[::1/a", None),
+        ("POST", "http://h/a", 307, None, None),
+        ("POST", "http://h/a", 200, "/b", None),
+    ],
+)
+def test_which_redirects_are_followed(
+    method: str, url: str, status: int, location: str | None, followed: str | None
+) -> None:
+    """The same origin, or the same host moving from http on 80 to https on 443."""
+    assert pool_module._redirect(method, url, status, location) == followed
 
 
 def test_a_redirect_to_another_host_comes_back_unfollowed(pool: Pool) -> None:
@@ -620,16 +722,6 @@ def test_a_redirect_from_https_to_http_is_not_followed(
             assert response.status == 307
             response.close()
     assert plain.requests == []
-
-
-def test_a_redirect_from_http_to_https_on_the_same_host_is_followed(
-    pool: Pool, server_tls: ssl.SSLContext, trust_ca: None
-) -> None:
-    with Server(serving(answer(b"secure")), tls=server_tls) as secure:
-        moved = (("Location", f"https://127.0.0.1:{secure.port}/v1"),)
-        with Server(serving(answer(b"", status="308 Permanent Redirect", headers=moved))) as here:
-            assert fetch(pool, here.url + "/v1", "POST", body=b"b") == (200, b"secure")
-    assert [(r.target, r.body) for r in secure.requests] == [("/v1", b"b")]
 
 
 # --- TLS -----------------------------------------------------------------------------

@@ -297,6 +297,12 @@ class _Watch:
                 return
         raise TransportError("cancelled")
 
+    def check(self) -> None:
+        """Raises once cancelled: before work no socket can wake (a DNS lookup)."""
+        with self._lock:
+            if self._fired:
+                raise TransportError("cancelled")
+
     def detach(self, sock: socket.socket) -> bool:
         """The request is done with `sock`: False if this watch has shut it down, so the
         pool must not keep it (another request, with another token, would get it)."""

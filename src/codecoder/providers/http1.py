@@ -95,7 +95,7 @@ def parse_head(raw: bytes) -> Head:
         if line[0] in " \t":  # obs-fold: a continuation, to be read as one space (RFC 9112)
             if not key:
                 raise ProtocolError(f"a continuation line with no field: {line[:80]!r}")
-            headers[key] = (headers[key] + " " + line.strip(_BLANKS)).rstrip()
+            headers[key] = (headers[key] + " " + line.strip(_BLANKS)).strip(_BLANKS)
             continue
         name, colon, value = line.partition(":")
         if not colon or not name or name != name.strip():

@@ -17,13 +17,14 @@ turns them into `ProviderError`s.
 
 from __future__ import annotations
 
+import errno
 import os
 import select
 import socket
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote, urlsplit
 
 from codecoder.providers.http1 import (
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     import ssl
 
 _READ_SIZE = 64 * 1024
+_SEND_SLICE = 64 * 1024
 _MAX_REDIRECTS = 5
 _IDLE_EXPIRY = 5.0
 _MAX_IDLE = 8
@@ -90,6 +92,11 @@ class SocketWatch(Protocol):
     def detach(self, sock: socket.socket) -> bool:
         """The request is done with `sock`; False if the watch has already acted on it
         (the socket is shut down and must not go back to the pool)."""
+        ...
+
+    def check(self) -> None:
+        """Raises if the request is to stop: before work no socket can be woken from
+        (name resolution, a new connection)."""
         ...
 
 
@@ -228,7 +235,7 @@ class Pool:
         `watch` is told of every socket the request is about to use."""
         for _ in range(_MAX_REDIRECTS + 1):
             response = self._send(method, url, headers=headers, body=body, watch=watch)
-            target = _redirect(method, url, response)
+            target = _redirect(method, url, response.status, response.headers.get("location"))
             if target is None:
                 return response
             try:
@@ -297,6 +304,8 @@ class Pool:
                     what = "the server closed the connection without an answer"
                     raise ConnectionLost(f"{what} ({cause})" if cause else what) from cause
                 fresh = True  # the others idle as long: do not try them one by one
+                if watch is not None:
+                    watch.check()  # a cancel looks stale too: no new connection for it
             except BaseException:
                 connection.close()
                 raise
@@ -320,56 +329,20 @@ class Pool:
             # its answer is worth more than our write error. None: a stale connection.
             return self._early_answer(connection, method, watch, exc)
         sock.settimeout(self.read_timeout)
-        buffer = b""
-        answered = False
-        while True:
-            end = find_head_end(buffer)
-            if end < 0:
-                if len(buffer) > HEAD_LIMIT:
-                    raise ConnectionLost("the answer's head is larger than 64 KiB")
-                data = _recv(sock, first=not answered)
-                if not data:
-                    raise ConnectionLost("the server closed the connection mid-answer")
-                buffer += data
-                answered = True
-                continue
-            try:
-                head = parse_head(buffer[:end])
-                if 100 <= head.status < 200:
-                    buffer = buffer[end:]
-                    continue
-                body = body_for(head, method)
-            except ProtocolError as exc:
-                raise ConnectionLost(str(exc)) from exc
-            return Response(self, connection, head=head, body=body, first=buffer[end:], watch=watch)
+        head, body, rest = _read_head(sock, method)
+        return Response(self, connection, head=head, body=body, first=rest, watch=watch)
 
     def _early_answer(
         self, connection: _Connection, method: str, watch: SocketWatch | None, error: OSError
     ) -> Response:
-        sock = connection.sock
-        sock.settimeout(min(self.read_timeout, 1.0))
-        buffer = b""
+        connection.sock.settimeout(min(self.read_timeout, 1.0))
         try:
-            while (end := find_head_end(buffer)) < 0 and len(buffer) <= HEAD_LIMIT:
-                data = sock.recv(_READ_SIZE)
-                if not data:
-                    break
-                buffer += data
-            if end >= 0:
-                head = parse_head(buffer[:end])
-                body = body_for(head, method)
-                return Response(
-                    self,
-                    connection,
-                    head=head,
-                    body=body,
-                    first=buffer[end:],
-                    watch=watch,
-                    reusable=False,
-                )
-        except (OSError, ProtocolError):
-            pass
-        raise _Stale from error
+            head, body, rest = _read_head(connection.sock, method)
+        except (TransportError, _Stale):
+            raise _Stale from error  # nothing readable came back: as if stale
+        return Response(
+            self, connection, head=head, body=body, first=rest, watch=watch, reusable=False
+        )
 
     def _connection(
         self,
@@ -423,6 +396,32 @@ class _Stale(Exception):
     """A connection that failed before its answer began: try a fresh one."""
 
 
+def _read_head(sock: socket.socket, method: str) -> tuple[Head, Body, bytes]:
+    """The head of an answer (interim 1xx heads skipped), its body's decoder and the body
+    bytes read with it."""
+    buffer = b""
+    answered = False
+    while True:
+        end = find_head_end(buffer)
+        if end < 0:
+            if len(buffer) > HEAD_LIMIT:
+                raise ConnectionLost("the answer's head is larger than 64 KiB")
+            data = _recv(sock, first=not answered)
+            if not data:
+                raise ConnectionLost("the server closed the connection mid-answer")
+            buffer += data
+            answered = True
+            continue
+        try:
+            head = parse_head(buffer[:end])
+            if 100 <= head.status < 200:
+                buffer = buffer[end:]
+                continue
+            return head, body_for(head, method), buffer[end:]
+        except ProtocolError as exc:
+            raise ConnectionLost(str(exc)) from exc
+
+
 def _recv(sock: socket.socket, *, first: bool = False) -> bytes:
     """One read; b"" at the end of the stream. `first`: the read that should bring the
     first byte of an answer, where a reset or a close means the server dropped a kept-alive
@@ -444,30 +443,30 @@ def _send_all(sock: socket.socket, data: bytes) -> None:
     """sendall() whose timeout is per send, not for the whole body: a slow link that keeps
     taking bytes is not a silent server."""
     view = memoryview(data)
-    while view:
-        view = view[sock.send(view) :]
+    while view:  # slices: SSLSocket.send writes all it is given under one deadline
+        view = view[sock.send(view[:_SEND_SLICE]) :]
 
 
 def _connect(host: str, port: int, timeout: float, watch: SocketWatch | None) -> socket.socket:
-    """A TCP connection, trying each address in turn; the watch learns of each socket
-    before it connects (a shutdown aborts a pending connect). Name resolution itself
-    cannot be woken: it is bounded by the system resolver's own timeout."""
+    """A TCP connection, trying each address in turn, as socket.create_connection does.
+    The watch learns of each socket once its connect has begun, when a shutdown aborts
+    it. Name resolution cannot be woken: it is bounded by the resolver's own timeout."""
+    if watch is not None:
+        watch.check()
     try:
         addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except OSError as exc:
         raise ConnectFailed(f"{host}:{port}: {exc.strerror or exc}") from exc
     error: OSError | None = None
     for family, kind, proto, _, address in addresses:
-        sock = socket.socket(family, kind, proto)
         try:
-            if watch is not None:
-                watch.attach(sock)
-            sock.settimeout(timeout)
-            sock.connect(address)
-        except TimeoutError as exc:
-            sock.close()
-            raise ConnectTimedOut(f"timed out connecting to {host}:{port}") from exc
-        except OSError as exc:
+            sock = socket.socket(family, kind, proto)
+        except OSError as exc:  # no IPv6 here, or no descriptor left: the next address
+            error = exc
+            continue
+        try:
+            _connect_one(sock, address, timeout, watch)
+        except OSError as exc:  # timeouts included: the next address may answer
             sock.close()
             error = exc
             continue
@@ -476,8 +475,32 @@ def _connect(host: str, port: int, timeout: float, watch: SocketWatch | None) ->
             raise
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return sock
+    if isinstance(error, TimeoutError):
+        raise ConnectTimedOut(f"timed out connecting to {host}:{port}") from error
     detail = (error.strerror or str(error)) if error is not None else "no address"
     raise ConnectFailed(f"{host}:{port}: {detail}") from error
+
+
+def _connect_one(
+    sock: socket.socket, address: Any, timeout: float, watch: SocketWatch | None
+) -> None:
+    """Begin the connect, tell the watch, then wait for it: a shutdown before the connect
+    began would not stop it."""
+    sock.setblocking(False)
+    code = sock.connect_ex(address)
+    if code not in (0, errno.EINPROGRESS):
+        raise OSError(code, os.strerror(code))
+    if watch is not None:
+        watch.attach(sock)
+    if code:
+        poller = select.poll()
+        poller.register(sock, select.POLLOUT)
+        if not poller.poll(timeout * 1000):
+            raise TimeoutError(f"connect timed out after {timeout} s")
+        code = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if code:
+            raise OSError(code, os.strerror(code))
+    sock.settimeout(timeout)
 
 
 # --- TLS -----------------------------------------------------------------------------
@@ -520,9 +543,13 @@ def _wrap_tls(
         # wrap_socket takes the descriptor over: the watch must know the new socket
         # before the handshake, which may wait as long as a connect
         tls = context.wrap_socket(sock, server_hostname=host, do_handshake_on_connect=False)
-        if watch is not None:
-            watch.attach(tls)
-        tls.do_handshake()
+        try:
+            if watch is not None:
+                watch.attach(tls)
+            tls.do_handshake()
+        except BaseException:
+            tls.close()  # it holds the descriptor now; the caller's close would miss it
+            raise
         return tls
     except ssl.SSLCertVerificationError as exc:
         raise TLSFailed(f"{host}: certificate not trusted ({exc.verify_message})") from exc
@@ -623,19 +650,21 @@ def _split(url: str) -> tuple[str, str, int, str]:
     return parts.scheme, parts.hostname, port or default, target
 
 
-def _redirect(method: str, url: str, response: Response) -> str | None:
-    """Where to follow `response` to, if anywhere (see `Pool.request`)."""
-    location = response.headers.get("location")
-    status = response.status
+def _redirect(method: str, url: str, status: int, location: str | None) -> str | None:
+    """Where to follow an answer to, if anywhere (see `Pool.request`): the same origin,
+    or the same host moving from http on 80 to https on 443. Another port is another
+    program, which must not get the key."""
     if not location or not (
         status in (307, 308) or (method == "GET" and status in (301, 302, 303))
     ):
         return None
-    target = _join(url, location)
-    scheme, host, _, _ = _split(url)
-    new_scheme, new_host, _, _ = _split(target)
-    same_host = new_host.lower() == host.lower()
-    return target if same_host and new_scheme in (scheme, "https") else None
+    try:
+        target = _join(url, location)
+        here, there = _split(url)[:3], _split(target)[:3]
+    except (ValueError, BadURL):  # an unusable Location comes back as it is
+        return None
+    upgrade = here == ("http", there[1], 80) and there[0::2] == ("https", 443)
+    return target if there == here or upgrade else None
 
 
 def _authority(host: str, port: int, scheme: str) -> str:
