@@ -106,6 +106,22 @@ def test_snapshot_sees_ourselves_and_our_children() -> None:
             child.kill()
 
 
+def test_a_subtree_snapshot_holds_our_descendants_and_nothing_else() -> None:
+    with subprocess.Popen(["sh", "-c", "sleep 30 & echo $!; wait"], stdout=subprocess.PIPE) as sh:
+        assert sh.stdout is not None
+        grandchild = int(sh.stdout.readline())
+        try:
+            snapshot = Snapshot.scan_subtree(os.getpid())
+            if snapshot is None:
+                pytest.skip("this kernel has no /proc/PID/task/TID/children")
+            assert {os.getpid(), sh.pid, grandchild} <= set(snapshot.stats)
+            assert grandchild in snapshot.subtree([sh.pid])
+            assert set(snapshot.stats) <= set(Snapshot.scan().stats) - {1}
+        finally:
+            os.kill(grandchild, 9)
+            sh.kill()
+
+
 @given(
     st.lists(st.binary(max_size=40), max_size=30),
     st.integers(min_value=0, max_value=50),

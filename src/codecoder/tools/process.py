@@ -158,6 +158,32 @@ class Snapshot:
                 stats.append(parse_stat(raw))
         return cls(stats)
 
+    @classmethod
+    def scan_subtree(cls, root: int) -> Snapshot | None:
+        """`root` and its descendants only, through /proc/PID/task/TID/children: with
+        the subreaper set, all a command can leave behind is there, and reading it is a
+        fraction of reading every process on the machine (~0.8 ms per command here).
+        None where the kernel lacks those files (CONFIG_PROC_CHILDREN)."""
+        if not os.path.exists(f"/proc/{root}/task/{root}/children"):
+            return None
+        stats: list[ProcStat] = []
+        seen: set[int] = set()
+        stack = [root]
+        while stack:
+            pid = stack.pop()
+            if pid in seen or not (raw := _read_all(f"/proc/{pid}/stat")):
+                continue
+            seen.add(pid)
+            stats.append(parse_stat(raw))
+            try:
+                tasks = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for task in tasks:
+                children = _read_all(f"/proc/{pid}/task/{task}/children") or b""
+                stack.extend(map(int, children.split()))
+        return cls(stats)
+
     def subtree(self, roots: Iterable[int]) -> set[int]:
         """The roots that exist and all their descendants."""
         found: set[int] = set()
@@ -391,7 +417,7 @@ class ProcessManager:
         Returns how many processes were signalled; their `run` calls then return."""
         with self._lock:
             runs = list(self._live.values())
-            snapshot = Snapshot.scan()
+            snapshot = self._scan()
             count = 0
             for run in runs:
                 run.killed = True
@@ -402,7 +428,7 @@ class ProcessManager:
 
     def reap_orphans(self) -> list[int]:
         """Reap zombies reparented to us (subreaper) that no Popen of ours waits for."""
-        return self._reap(Snapshot.scan(), ())
+        return self._reap(self._scan(), ())
 
     # --- internals -------------------------------------------------------------------
 
@@ -459,7 +485,7 @@ class ProcessManager:
     def _terminate(self, run: _Run) -> tuple[Snapshot, set[int]]:
         """SIGTERM the tree, give it the grace period, SIGKILL what is left, wait for it.
         Returns the last scan (its zombies are to be reaped) and the pids killed after it."""
-        snapshot = Snapshot.scan()
+        snapshot = self._scan()
         term = self._signal_tree(run, snapshot, signal.SIGTERM)
         try:
             if not term and run.exited.is_set():
@@ -467,13 +493,19 @@ class ProcessManager:
             self._wait_dead(run, term.values(), time.monotonic() + self.grace)
         finally:
             _close_all(term.values())
-        snapshot = Snapshot.scan()
+        snapshot = self._scan()
         kill = self._signal_tree(run, snapshot, signal.SIGKILL)
         try:
             self._wait_dead(run, kill.values(), time.monotonic() + KILL_WAIT)
         finally:
             _close_all(kill.values())
         return snapshot, set(kill)
+
+    def _scan(self) -> Snapshot:
+        """Our subtree when we are a subreaper (nothing of ours can be outside it), else
+        every process."""
+        subtree = Snapshot.scan_subtree(os.getpid()) if self._subreaper else None
+        return subtree if subtree is not None else Snapshot.scan()
 
     def _reap(self, snapshot: Snapshot, known: Iterable[int]) -> list[int]:
         """Reap, one pid at a time, our zombies in `snapshot` and the `known` pids of a
