@@ -510,3 +510,23 @@ def test_finished_turn_tokens_leave_the_parent_token() -> None:
     assert parent.statistics()["callbacks"] == 0
     parent.cancel()
     assert not any(t.is_cancelled() for t in loop_tokens)
+
+
+def test_turn_gives_events_as_they_come_and_stops_at_done(tmp_path: Path) -> None:
+    loop = make_loop([["first ", {"type": "sleep", "seconds": 60}], ["second"]], tmp_path)
+    handle = loop.start()
+    try:
+        handle.send("go")
+        events = handle.turn(timeout=5)
+        first = next(e for e in events if isinstance(e, NewToken))
+        assert first.text == "first "  # live: the turn has not ended yet
+        handle.cancel()
+        assert list(events)[-1] == Done(cancelled=True, reason="cancelled")
+        handle.send("again")
+        assert [e for e in handle.turn(timeout=5) if isinstance(e, Done)] == [
+            Done(cancelled=False, reason="completed")
+        ]
+    finally:
+        handle.shutdown(timeout=5)
+    with pytest.raises(AgentClosed):
+        list(handle.turn(timeout=5))  # the stream has ended: no Done will come

@@ -15,6 +15,8 @@ from codecoder.providers.wire import WireName
 from tests.fakes.wire_server import WireServer
 
 WIRES: tuple[WireName, ...] = ("chat", "responses", "anthropic")
+OPENING: dict[WireName, int] = {"chat": 1, "responses": 2, "anthropic": 2}
+"""Events a wire sends before anything a client is shown (for "nothing delivered yet")."""
 FAST_RETRY = RetryPolicy(max_attempts=4, base_delay=0.01, max_delay=2.0, max_total=5.0)
 
 MakeClient = Callable[..., WireClient]

@@ -33,7 +33,7 @@ from codecoder.tools.files import EditFile, ReadFile
 from codecoder.tools.process import ProcessManager
 from codecoder.tools.shell import RunCommand
 from tests.fakes.wire_server import Call, Reply, Text, Think, Use, WireServer
-from tests.providers.conftest import WIRES, MakeClient
+from tests.providers.conftest import OPENING, WIRES, MakeClient
 
 TIMEOUT = 20.0
 CANCEL_BOUND = 0.2  # DESIGN.md invariant 4: tests assert 200 ms (the target is 20 ms)
@@ -188,7 +188,7 @@ def test_cancel_while_the_server_is_silent_keeps_the_partial_reply(
     manager: ProcessManager,
     tmp_path: Path,
 ) -> None:
-    opening = {"chat": 1, "responses": 2, "anthropic": 2}[wire]
+    opening = OPENING[wire]
     server.enqueue(
         Reply((Text("Half an answ", chunk=1),), hang_after=opening + 14),
         Reply((Text("Resumed."),)),
@@ -230,7 +230,7 @@ def test_a_stream_cut_mid_reply_ends_the_turn_with_an_error(
     manager: ProcessManager,
     tmp_path: Path,
 ) -> None:
-    opening = {"chat": 1, "responses": 2, "anthropic": 2}[wire]
+    opening = OPENING[wire]
     server.enqueue(Reply((Text("Some of it", chunk=1),), drop_after=opening + 6))
     events = one_turn(make_client(wire), tmp_path, manager, "Explain.")
     assert events[-1] == Done(cancelled=False, reason="error")

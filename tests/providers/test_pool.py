@@ -739,15 +739,13 @@ def test_shutting_the_socket_down_wakes_a_tls_body_read(
         peer.send(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n")
         peer.drain()  # and then nothing
 
+    watch = Watch()
     with Server(handle, tls=server_tls) as server:
-        response = pool.request("GET", server.url, headers={})
+        response = pool.request("GET", server.url, headers={}, watch=watch)
         pieces = response.iter_bytes()
         assert next(pieces) == b"hello"
-        timer = threading.Timer(
-            0.1, lambda: socket.socket.shutdown(response.socket, socket.SHUT_RDWR)
-        )
         started = time.monotonic()
-        timer.start()
+        timer = watch.shut_down_later(0.1)
         try:
             with contextlib.suppress(ConnectionLost):
                 assert list(pieces) == []

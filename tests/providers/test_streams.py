@@ -29,10 +29,8 @@ from codecoder.providers.registry import wire_format
 from codecoder.providers.wire import WireName
 from tests.fakes.raw_server import Peer, Server
 from tests.fakes.wire_server import Call, Raw, Reply, Silent, Status, Text, Think, Use, WireServer
-from tests.providers.conftest import WIRES, MakeClient, simple_request
+from tests.providers.conftest import OPENING, WIRES, MakeClient, simple_request
 
-# Events a wire sends before anything a client is shown (kept for "nothing delivered").
-OPENING = {"chat": 1, "responses": 2, "anthropic": 2}
 CANCEL_BOUND = 1.0  # the target is 100 ms; tests assert at 10x so they never flake
 
 

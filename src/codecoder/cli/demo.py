@@ -17,7 +17,8 @@ import msgspec
 
 from codecoder.cli.main import EXIT_FAILED, EXIT_OK, EXIT_SIGINT, EXIT_USAGE
 from codecoder.cli.render import Renderer
-from codecoder.kernel.events import Done
+from codecoder.kernel.events import AgentEvent, Done
+from codecoder.kernel.handle import AgentHandle
 from codecoder.providers.scripted import Script, ScriptedProvider, load_script
 
 TASK = "The tests in this project fail. Find out why and fix it."
@@ -81,14 +82,13 @@ def _replay(setup: Any, renderer: Renderer) -> Done:
         handle.shutdown()
 
 
-def _render_turn(handle: Any, renderer: Renderer) -> Done:
-    while True:
-        event = handle.next_event()
-        if event is None:
-            raise RuntimeError("the agent stopped before the turn ended")
+def _render_turn(handle: AgentHandle, renderer: Renderer) -> Done:
+    """Shows the turn live; after a Ctrl+C, a second call goes on where this one was."""
+    event: AgentEvent | None = None
+    for event in handle.turn():
         renderer.show(event)
-        if isinstance(event, Done):
-            return event
+    assert isinstance(event, Done)  # a turn ends on its Done
+    return event
 
 
 def _scaled(script: Script, speed: float) -> Script:

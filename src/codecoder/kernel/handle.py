@@ -134,13 +134,17 @@ class AgentHandle:
         while (event := self.next_event()) is not None:
             yield event
 
-    def wait_done(self, timeout: float | None = None) -> list[AgentEvent]:
-        """The events of the current turn up to and including its Done."""
-        collected: list[AgentEvent] = []
+    def turn(self, timeout: float | None = None) -> Iterator[AgentEvent]:
+        """The events of the current turn up to and including its Done; AgentClosed if
+        the stream ends first. `timeout` applies to each event."""
         while True:
             event = self.next_event(timeout)
             if event is None:
                 raise AgentClosed("the event stream ended before Done")
-            collected.append(event)
+            yield event
             if isinstance(event, Done):
-                return collected
+                return
+
+    def wait_done(self, timeout: float | None = None) -> list[AgentEvent]:
+        """The events of the current turn up to and including its Done."""
+        return list(self.turn(timeout))

@@ -23,9 +23,10 @@ import select
 import socket
 import threading
 import time
+import zlib  # loaded at start-up anyway (shutil imports it)
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote, urljoin, urlsplit
 
 from codecoder.providers.http1 import (
     HEAD_LIMIT,
@@ -122,8 +123,8 @@ class _Connection:
 
 
 class Response:
-    """The head of an answer and its body, read as the caller asks. Not thread-safe,
-    except `socket`, which another thread may shut down to wake a blocked read."""
+    """The head of an answer and its body, read as the caller asks. Not thread-safe: a
+    blocked read is woken through the request's watch, which holds its socket."""
 
     def __init__(
         self,
@@ -142,7 +143,6 @@ class Response:
         self.status = head.status
         self.reason = head.reason
         self.headers = head.headers
-        self.socket = connection.sock
         self._keep_alive = head.keep_alive and reusable
         self._body = body
         self._first = first
@@ -659,7 +659,7 @@ def _redirect(method: str, url: str, status: int, location: str | None) -> str |
     ):
         return None
     try:
-        target = _join(url, location)
+        target = urljoin(url, location)
         here, there = _split(url)[:3], _split(target)[:3]
     except (ValueError, BadURL):  # an unusable Location comes back as it is
         return None
@@ -673,23 +673,13 @@ def _authority(host: str, port: int, scheme: str) -> str:
     return name if port == default else f"{name}:{port}"
 
 
-def _join(url: str, location: str) -> str:
-    from urllib.parse import urljoin
-
-    return urljoin(url, location)
-
-
 class _Decoder:
     """gzip or deflate, should a server compress although we asked for identity."""
 
     def __init__(self, wbits: int) -> None:
-        import zlib
-
         self._inner = zlib.decompressobj(wbits)
 
     def decompress(self, data: bytes) -> bytes:
-        import zlib
-
         try:
             return self._inner.decompress(data)
         except zlib.error as exc:
