@@ -10,7 +10,8 @@ user (the server's own words when it gave any, cut to one line):
     ├── server          other 5xx, 408 / 409, `api_error` in a stream (retried)
     ├── network         connect / read / write failures and timeouts (retried while nothing
     │                   of the reply reached us); a stream cut mid-way (not retried)
-    ├── bad_response    a reply we cannot read: not an event stream, not JSON
+    ├── bad_response    a reply we cannot read: not an event stream, not JSON, an event
+    │                   past 16 MiB, a compressed body that inflates past 128 MiB
     ├── context_length  the prompt does not fit the model's window (compaction hooks in)
     ├── bad_request     any other 4xx
     └── config          a missing key or an unknown provider (raised by the registry)
@@ -165,6 +166,8 @@ def from_exception(exc: pool.TransportError, url: str) -> ProviderError:
     detail = one_line(str(exc)) or type(exc).__name__
     if isinstance(exc, pool.BadURL):
         return ProviderError("config", detail)
+    if isinstance(exc, pool.BodyTooLarge):
+        return bad_response(detail)
     if isinstance(exc, pool.TLSFailed):
         return ProviderError("network", f"cannot connect to {url}: {detail}")
     if isinstance(exc, pool.ConnectTimedOut):

@@ -45,7 +45,7 @@ from codecoder.kernel.ports import (
 )
 from codecoder.providers import errors
 from codecoder.providers.pool import Pool, Response, TransportError
-from codecoder.providers.sse import SSEDecoder
+from codecoder.providers.sse import EventTooLarge, SSEDecoder
 from codecoder.providers.wire import StreamParser
 
 _MAX_ERROR_BODY = 64 * 1024
@@ -210,7 +210,11 @@ def _read_events(response: Response, parser: StreamParser) -> Iterator[list[Stre
     decoder = SSEDecoder()
     for chunk in response.iter_bytes():
         events: list[StreamEvent] = []
-        for name, data in decoder.feed(chunk):
+        try:
+            decoded = decoder.feed(chunk)
+        except EventTooLarge as exc:
+            raise errors.bad_response(str(exc)) from exc
+        for name, data in decoded:
             try:
                 events.extend(parser.parse_event(name, data))
             except (KeyError, TypeError, AttributeError, ValueError) as exc:

@@ -48,6 +48,10 @@ _SEND_SLICE = 64 * 1024
 _MAX_REDIRECTS = 5
 _IDLE_EXPIRY = 5.0
 _MAX_IDLE = 8
+_DECODED_PIECE = 256 * 1024
+MAX_DECODED = 128 * 1024 * 1024
+"""The most a compressed body may decode to: a long reply's event stream is a few tens
+of MB, a decompression bomb (1 KB that inflates to 1 MB) is refused past this."""
 
 
 class TransportError(Exception):
@@ -76,6 +80,10 @@ class TLSFailed(TransportError):
 
 class BadURL(TransportError):
     pass
+
+
+class BodyTooLarge(TransportError):
+    """A compressed body decoded to more than `MAX_DECODED` bytes."""
 
 
 Origin = tuple[str, str, int]
@@ -163,8 +171,8 @@ class Response:
                 except ProtocolError as exc:
                     raise ConnectionLost(str(exc)) from exc
                 if piece and self._decoder is not None:
-                    piece = self._decoder.decompress(piece)
-                if piece:
+                    yield from self._decoder.decompress(piece)
+                elif piece:
                     yield piece
             if body.done:
                 break
@@ -674,19 +682,38 @@ def _authority(host: str, port: int, scheme: str) -> str:
 
 
 class _Decoder:
-    """gzip or deflate, should a server compress although we asked for identity."""
+    """gzip or deflate, should a server compress although we asked for identity. Output
+    comes in pieces of at most 256 KiB (64 KiB read can inflate to 64 MB), and stops with
+    BodyTooLarge past `MAX_DECODED` bytes in all."""
 
     def __init__(self, wbits: int) -> None:
         self._inner = zlib.decompressobj(wbits)
+        self._left = MAX_DECODED
 
-    def decompress(self, data: bytes) -> bytes:
-        try:
-            return self._inner.decompress(data)
-        except zlib.error as exc:
-            raise ConnectionLost(f"a compressed body that does not decompress: {exc}") from exc
+    def decompress(self, data: bytes) -> Iterator[bytes]:
+        inner = self._inner
+        while True:
+            try:
+                piece = inner.decompress(data, _DECODED_PIECE)
+            except zlib.error as exc:
+                what = f"a compressed body that does not decompress: {exc}"
+                raise ConnectionLost(what) from exc
+            if piece:
+                yield self._count(piece)
+            data = inner.unconsumed_tail
+            if not data and len(piece) < _DECODED_PIECE:  # a full piece may have more behind
+                return
 
     def flush(self) -> bytes:
-        return self._inner.flush()
+        return self._count(self._inner.flush())
+
+    def _count(self, piece: bytes) -> bytes:
+        self._left -= len(piece)
+        if self._left < 0:
+            limit = MAX_DECODED >> 20
+            what = f"the compressed body inflates past {limit} MiB (a decompression bomb?)"
+            raise BodyTooLarge(what)
+        return piece
 
 
 def _decoder(coding: str) -> _Decoder | None:
