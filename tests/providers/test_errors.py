@@ -88,6 +88,10 @@ def test_stream_error_mapping(error: object, kind: str, retryable: bool) -> None
     ("exc", "start"),
     [
         (pool.ConnectFailed("h:80: Connection refused"), "cannot connect to http://h"),
+        (
+            pool.ConnectRefused("connection refused by h:80", loopback=False),
+            "connection refused by h:80",
+        ),
         (pool.ConnectTimedOut("timed out"), "timed out connecting to http://h"),
         (pool.ReadTimedOut("timed out"), "timed out waiting for http://h"),
         (pool.ConnectionLost("peer closed connection"), "connection lost"),
@@ -108,6 +112,8 @@ def test_what_a_retry_cannot_mend_is_final() -> None:
     assert "certificate not trusted" in untrusted.message
     bad = errors.from_exception(pool.BadURL("bad URL 'h'"), "h")
     assert (bad.kind, bad.retryable) == ("config", False)
+    bomb = errors.from_exception(pool.BodyTooLarge("inflates past 128 MiB"), "h")
+    assert (bomb.kind, bomb.retryable) == ("bad_response", False)
 
 
 def test_a_label_marks_a_cut_stream_as_final() -> None:

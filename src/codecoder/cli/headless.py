@@ -27,6 +27,7 @@ from codecoder.kernel.events import (
     Done,
     Error,
     NewToken,
+    StatusUpdate,
     Subagent,
     ToolFinished,
     ToolStarted,
@@ -161,6 +162,8 @@ class _Runner:
             _progress(f"▸ {event.name} {_brief(event.args)}")
         elif isinstance(event, ToolFinished):
             _progress(f"  {_status_mark(event)} {event.name}")
+        elif isinstance(event, StatusUpdate) and event.status == "retrying":
+            _progress(f"retrying {event.detail}")  # "retrying in 2.0 s (attempt 2 of 6): …"
         elif isinstance(event, Subagent):
             return
 

@@ -172,6 +172,8 @@ def from_exception(exc: pool.TransportError, url: str) -> ProviderError:
         return ProviderError("network", f"cannot connect to {url}: {detail}")
     if isinstance(exc, pool.ConnectTimedOut):
         message = f"timed out connecting to {url}"
+    elif isinstance(exc, pool.ConnectRefused):
+        message = detail  # "connection refused by host:port": the URL adds nothing
     elif isinstance(exc, pool.ConnectFailed):
         message = f"cannot connect to {url}: {detail}"
     elif isinstance(exc, pool.ReadTimedOut):

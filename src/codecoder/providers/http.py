@@ -17,8 +17,12 @@ become one TextDelta), so the kernel sees one event per read, not per token.
 Retries (DESIGN.md §7): 429, 5xx, overloaded answers and connection failures, while
 nothing of the reply has been handed on; capped exponential backoff with jitter,
 Retry-After honoured up to the cap; each wait ≤ 30 s, all waits of one request ≤ 120 s;
-each retry announced as `StatusUpdate("retrying")`; the wait is `cancel.wait`, so a cancel
-ends it at once. A stream cut after part of the reply was delivered is not retried.
+a connection refused on this machine's own address at most twice (a local server that is
+not running will not start while we wait). Each retry is announced before its wait as
+`StatusUpdate("retrying", "in 2.0 s (attempt 2 of 6): ollama: connection refused by
+localhost:11434")`, which the kernel passes on as it is (headless: a line on stderr, a
+`status_update` with `--json`). The wait is `cancel.wait`, so a cancel ends it at once.
+A stream cut after part of the reply was delivered is not retried.
 
 Cost at import: the socket module; an SSL context (~48 ms) only for https endpoints.
 """
@@ -44,7 +48,7 @@ from codecoder.kernel.ports import (
     ToolCallDelta,
 )
 from codecoder.providers import errors
-from codecoder.providers.pool import Pool, Response, TransportError
+from codecoder.providers.pool import ConnectRefused, Pool, Response, TransportError
 from codecoder.providers.sse import EventTooLarge, SSEDecoder
 from codecoder.providers.wire import StreamParser
 
@@ -58,6 +62,8 @@ class RetryPolicy(msgspec.Struct, frozen=True):
     """Cap of one wait, Retry-After included."""
     max_total: float = 120.0
     """Cap of all waits of one request."""
+    loopback_refused: int = 2
+    """Retries after a connection refused by a loopback address."""
 
     def delay(self, attempt: int, retry_after: float | None) -> float:
         """The wait before retry number `attempt + 1` (attempt counts from 0)."""
@@ -77,12 +83,20 @@ class Timeouts(msgspec.Struct, frozen=True):
 
 
 class _Failure(Exception):
-    """One attempt failed; carries the server's Retry-After when it sent one."""
+    """One attempt failed; carries the server's Retry-After when it sent one, and the most
+    attempts such a failure allows when that is fewer than the policy's."""
 
-    def __init__(self, error: ProviderError, retry_after: float | None = None) -> None:
+    def __init__(
+        self,
+        error: ProviderError,
+        retry_after: float | None = None,
+        *,
+        attempts: int | None = None,
+    ) -> None:
         super().__init__(error.message)
         self.error = error
         self.retry_after = retry_after
+        self.attempts = attempts
 
 
 class HttpClient:
@@ -137,14 +151,17 @@ class HttpClient:
                     return
                 error = failure.error
                 tries = attempt + 1
-                if delivered or not error.retryable or tries >= self.retry.max_attempts:
+                most = min(failure.attempts or self.retry.max_attempts, self.retry.max_attempts)
+                if delivered or not error.retryable or tries >= most:
                     cause = failure.__cause__  # the transport's or parser's own exception
                     raise errors.with_label(error, label, cut=delivered, tries=tries) from cause
                 delay = self.retry.delay(attempt, failure.retry_after)
                 if waited + delay > self.retry.max_total:
                     raise errors.with_label(error, label, tries=tries) from failure.__cause__
                 waited += delay
-                detail = f"{label}: {error.message}; retry {attempt + 1} in {delay:.1f} s"
+                detail = (
+                    f"in {delay:.1f} s (attempt {tries + 1} of {most}): {label}: {error.message}"
+                )
                 yield StatusUpdate(status="retrying", detail=detail)
                 if cancel.wait(delay):
                     return
@@ -168,7 +185,10 @@ class HttpClient:
                 response.close()
         except TransportError as exc:
             if not cancel.is_cancelled():
-                raise _Failure(errors.from_exception(exc, url)) from exc
+                attempts = None
+                if isinstance(exc, ConnectRefused) and exc.loopback:
+                    attempts = self.retry.loopback_refused + 1
+                raise _Failure(errors.from_exception(exc, url), attempts=attempts) from exc
         except ProviderError as exc:
             raise _Failure(exc) from exc
         finally:

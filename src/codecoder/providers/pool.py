@@ -62,6 +62,15 @@ class ConnectFailed(TransportError):
     pass
 
 
+class ConnectRefused(ConnectFailed):
+    """Nothing listens there. `loopback`: every address tried was this machine's own, where
+    a server that is not running now will not be in a few seconds either."""
+
+    def __init__(self, message: str, *, loopback: bool) -> None:
+        super().__init__(message)
+        self.loopback = loopback
+
+
 class ConnectTimedOut(TransportError):
     pass
 
@@ -485,8 +494,21 @@ def _connect(host: str, port: int, timeout: float, watch: SocketWatch | None) ->
         return sock
     if isinstance(error, TimeoutError):
         raise ConnectTimedOut(f"timed out connecting to {host}:{port}") from error
+    if isinstance(error, ConnectionRefusedError):
+        loopback = all(_is_loopback(str(info[4][0])) for info in addresses)
+        refused = f"connection refused by {_authority(host, port, '')}"
+        raise ConnectRefused(refused, loopback=loopback) from error
     detail = (error.strerror or str(error)) if error is not None else "no address"
     raise ConnectFailed(f"{host}:{port}: {detail}") from error
+
+
+def _is_loopback(address: str) -> bool:
+    import ipaddress  # only once a connection was refused
+
+    try:
+        return ipaddress.ip_address(address.partition("%")[0]).is_loopback
+    except ValueError:
+        return False
 
 
 def _connect_one(
