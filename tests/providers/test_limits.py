@@ -187,3 +187,30 @@ def test_a_bomb_of_many_events_stops_at_the_decoded_cap() -> None:
     assert caught.value.message == (
         "fake: the compressed body inflates past 128 MiB (a decompression bomb?)"
     )
+
+
+# --- the one plain GET ----------------------------------------------------------------
+
+
+def test_a_get_stops_reading_past_16_mib() -> None:
+    def endless(peer: Peer) -> None:
+        if peer.request() is None:
+            return
+        peer.send(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n")
+        filler = b" " * PIECE
+        for _ in range(64 * MB // PIECE):  # stops when the client goes away
+            peer.send(filler)
+
+    with Server(endless) as server:
+        http = HttpClient(server.url)
+        tracemalloc.start()
+        try:
+            with pytest.raises(ProviderError) as caught:
+                http.get("/v1/models", headers={})
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+            http.close()
+    assert caught.value.kind == "bad_response"
+    assert caught.value.message.endswith("/v1/models is larger than 16 MiB")
+    assert peak < 2 * MAX_EVENT + 8 * MB

@@ -53,6 +53,7 @@ from codecoder.providers.sse import EventTooLarge, SSEDecoder
 from codecoder.providers.wire import StreamParser
 
 _MAX_ERROR_BODY = 64 * 1024
+_MAX_GET_BODY = 16 * 1024 * 1024
 
 
 class RetryPolicy(msgspec.Struct, frozen=True):
@@ -195,16 +196,20 @@ class HttpClient:
             unregister()
 
     def get(self, path: str, *, headers: Mapping[str, str]) -> tuple[int, bytes]:
-        """A plain GET (the model list, for `codecoder doctor`); raises ProviderError."""
+        """A plain GET (the model list, for `codecoder doctor`) of at most 16 MiB;
+        raises ProviderError."""
         url = self.base_url + path
         try:
             response = self._pool.request("GET", url, headers=headers)
             try:
-                return response.status, response.read()
+                body = response.read(_MAX_GET_BODY + 1)
             finally:
                 response.close()
         except TransportError as exc:
             raise errors.from_exception(exc, url) from exc
+        if len(body) > _MAX_GET_BODY:
+            raise errors.bad_response(f"the answer from {url} is larger than 16 MiB")
+        return response.status, body
 
 
 def _check_response(response: Response) -> None:
