@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from codecoder.kernel.handle import AgentHandle
+    from codecoder.kernel.loop import AgentLoop
 
 
 @pytest.fixture(autouse=True)
@@ -39,3 +44,21 @@ def no_leaked_threads() -> Iterator[None]:
         thread.join(timeout=2.0)
     still = [t.name for t in leaked if t.is_alive()]
     assert not still, f"threads left running: {still}"
+
+
+@pytest.fixture
+def start_agent() -> Iterator[Callable[[AgentLoop], AgentHandle]]:
+    """Starts a loop and gives its handle; at teardown, however the test ended (a failed
+    assertion, a timeout), every agent it started is shut down and its provider readers
+    joined, so one failure never leaves threads behind to fail the tests after it."""
+    started: list[tuple[AgentLoop, AgentHandle]] = []
+
+    def start(loop: AgentLoop) -> AgentHandle:
+        handle = loop.start()
+        started.append((loop, handle))
+        return handle
+
+    yield start
+    for loop, handle in reversed(started):
+        handle.shutdown(timeout=5)
+        loop.join_readers(timeout=2)

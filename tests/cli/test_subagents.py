@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from codecoder.cli.children import SubagentFactory, SubagentSettings
 from codecoder.context.profiles import AgentProfile
 from codecoder.kernel.events import Done, NewToken, Subagent, ToolFinished, ToolStarted
+from codecoder.kernel.handle import AgentHandle
 from codecoder.kernel.loop import AgentLoop
 from codecoder.kernel.ports import Tool
 from codecoder.providers.scripted import ScriptedProvider, parse_script
@@ -44,10 +46,11 @@ def agent_loop(
 
 def run_turn(loop: AgentLoop, text: str = "go", timeout: float = 20) -> list[Any]:
     handle = loop.start()
-    handle.send(text)
-    events = handle.wait_done(timeout)
-    handle.shutdown()
-    return events
+    try:
+        handle.send(text)
+        return handle.wait_done(timeout)
+    finally:
+        handle.shutdown()
 
 
 def test_parallel_children_overlap_and_answers_keep_task_order(tmp_path: Path) -> None:
@@ -107,7 +110,9 @@ def test_a_child_cannot_write(tmp_path: Path) -> None:
     assert not (tmp_path / "x.txt").exists()
 
 
-def test_cancelling_the_parent_kills_the_childs_command(tmp_path: Path) -> None:
+def test_cancelling_the_parent_kills_the_childs_command(
+    tmp_path: Path, start_agent: Callable[[AgentLoop], AgentHandle]
+) -> None:
     pidfile = tmp_path / "pid"
     subagents = [
         {
@@ -119,7 +124,7 @@ def test_cancelling_the_parent_kills_the_childs_command(tmp_path: Path) -> None:
     loop = agent_loop(
         tmp_path, [[call("agent", tasks=[{"task": "run"}])]], subagents, settings=settings
     )
-    handle = loop.start()
+    handle = start_agent(loop)
     handle.send("go")
     deadline = time.monotonic() + 10
     while not (pidfile.exists() and pidfile.read_text().strip()) and time.monotonic() < deadline:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from codecoder.context.compaction import (
 )
 from codecoder.kernel.cancel import CancelToken
 from codecoder.kernel.events import Compacted, Done, NewToken, StatusUpdate, ToolFinished
+from codecoder.kernel.handle import AgentHandle
 from codecoder.kernel.loop import AgentLoop
 from codecoder.kernel.messages import Message, Text, ToolCall, tool_result
 from codecoder.kernel.ports import CompactedView, ProviderRequest, StreamEvent
@@ -75,11 +76,13 @@ def setup(
 def run(loop: AgentLoop, compactor: ThreadedCompactor, *texts: str) -> list[list[Any]]:
     handle = loop.start()
     turns = []
-    for text in texts:
-        handle.send(text)
-        turns.append(handle.wait_done(10))
-    handle.shutdown()
-    compactor.close()
+    try:
+        for text in texts:
+            handle.send(text)
+            turns.append(handle.wait_done(10))
+    finally:
+        handle.shutdown()
+        compactor.close()
     return turns
 
 
@@ -112,7 +115,9 @@ def test_threshold_triggers_a_summary_swapped_in_at_the_next_round(tmp_path: Pat
     assert sink.compactions[0].first_kept_id == later[1].id
 
 
-def test_the_summary_request_carries_the_older_history_whole(tmp_path: Path) -> None:
+def test_the_summary_request_carries_the_older_history_whole(
+    tmp_path: Path, start_agent: Callable[[AgentLoop], AgentHandle]
+) -> None:
     replies = [
         [call("echo", text="x" * 400)],
         ["ok", usage(100)],
@@ -120,7 +125,7 @@ def test_the_summary_request_carries_the_older_history_whole(tmp_path: Path) -> 
         ["third", usage(100)],
     ]
     loop, provider, _, compactor = setup(tmp_path, replies, [["summary"]])
-    handle = loop.start()
+    handle = start_agent(loop)
     for text in ("one", "two"):
         handle.send(text)
         handle.wait_done(5)
@@ -162,10 +167,10 @@ def test_a_second_context_length_error_ends_the_turn(tmp_path: Path) -> None:
     assert check_turn(third).reason == "error"
 
 
-def test_compact_on_demand(tmp_path: Path) -> None:
+def test_compact_on_demand(tmp_path: Path, start_agent: Callable[[AgentLoop], AgentHandle]) -> None:
     replies = [["answer one", usage(10)], ["answer two", usage(10)]]
     loop, _, _, compactor = setup(tmp_path, replies, [["on demand summary"]], window=100_000)
-    handle = loop.start()
+    handle = start_agent(loop)
     for text in ("one", "two"):
         handle.send(text)
         handle.wait_done(5)
@@ -180,9 +185,11 @@ def test_compact_on_demand(tmp_path: Path) -> None:
     check_history(loop.messages)
 
 
-def test_nothing_to_compact_is_said_plainly(tmp_path: Path) -> None:
+def test_nothing_to_compact_is_said_plainly(
+    tmp_path: Path, start_agent: Callable[[AgentLoop], AgentHandle]
+) -> None:
     loop, _, _, compactor = setup(tmp_path, [], [], window=100_000)
-    handle = loop.start()
+    handle = start_agent(loop)
     handle.compact()
     statuses = [handle.next_event(5), handle.next_event(5)]
     handle.shutdown()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,7 +24,7 @@ from codecoder.kernel.events import (
     ToolStarted,
     Usage,
 )
-from codecoder.kernel.handle import AgentClosed
+from codecoder.kernel.handle import AgentClosed, AgentHandle
 from codecoder.kernel.loop import AgentLoop
 from codecoder.kernel.messages import Message, Reasoning, Text, ToolCall
 from codecoder.kernel.ports import (
@@ -32,6 +32,7 @@ from codecoder.kernel.ports import (
     Decision,
     ProviderRequest,
     StreamEvent,
+    TextDelta,
     Tool,
     Verdict,
 )
@@ -42,6 +43,9 @@ from tests.kernel.helpers import Echo, make_loop
 
 CANCEL_BOUND = 0.2  # 10x the 20 ms target
 
+Start = Callable[[AgentLoop], AgentHandle]
+"""The `start_agent` fixture (tests/conftest.py): the handle is shut down at teardown."""
+
 
 def call(name: str, **args: Any) -> dict[str, Any]:
     return {"type": "tool_call", "name": name, "args": args}
@@ -49,10 +53,11 @@ def call(name: str, **args: Any) -> dict[str, Any]:
 
 def run(loop: AgentLoop, text: str = "go", timeout: float = 10) -> list[Any]:
     handle = loop.start()
-    handle.send(text)
-    events = handle.wait_done(timeout)
-    handle.shutdown()
-    return events
+    try:
+        handle.send(text)
+        return handle.wait_done(timeout)
+    finally:
+        handle.shutdown()
 
 
 def test_reply_streams_tokens_then_done(tmp_path: Path) -> None:
@@ -197,20 +202,21 @@ def _cancel_and_measure(
 ) -> tuple[list[Any], float]:
     """Cancel once the turn is under way (after an event of type `until`, or a pause)."""
     handle = loop.start()
-    handle.send("go")
-    seen: list[Any] = []
-    if until is not None:
-        while not isinstance(event := handle.next_event(5), until):
+    try:
+        handle.send("go")
+        seen: list[Any] = []
+        if until is not None:
+            while not isinstance(event := handle.next_event(5), until):
+                seen.append(event)
             seen.append(event)
-        seen.append(event)
-    else:
-        time.sleep(settle)
-    started = time.monotonic()
-    handle.cancel()
-    events = seen + handle.wait_done(10)
-    elapsed = time.monotonic() - started
-    handle.shutdown()
-    return events, elapsed
+        else:
+            time.sleep(settle)
+        started = time.monotonic()
+        handle.cancel()
+        events = seen + handle.wait_done(10)
+        return events, time.monotonic() - started
+    finally:
+        handle.shutdown()
 
 
 def test_cancel_during_token_flood(tmp_path: Path) -> None:
@@ -248,29 +254,48 @@ class DeafProvider:
 def test_cancel_does_not_wait_for_a_provider_that_ignores_it(tmp_path: Path) -> None:
     provider = DeafProvider()
     loop = AgentLoop(provider, [], tmp_path)
-    events, elapsed = _cancel_and_measure(loop)
+    try:
+        events, elapsed = _cancel_and_measure(loop)
+    finally:
+        provider.release.set()
+        loop.join_readers()
     assert check_turn(events).reason == "cancelled"
     assert elapsed < CANCEL_BOUND
-    provider.release.set()
-    loop.join_readers()
 
 
-def test_cancel_while_the_client_reads_no_events(tmp_path: Path) -> None:
+class EndlessFlood:
+    """Streams tokens as fast as it can until the turn is cancelled, so the reply can never
+    end before the cancel does (a scripted flood of any length can, on a busy machine).
+    `flooding` is set once `backlog()` reaches `backlog_at`."""
+
+    def __init__(self, backlog_at: int = 200) -> None:
+        self.backlog: Callable[[], int] = lambda: 0
+        self.backlog_at = backlog_at
+        self.flooding = threading.Event()
+
+    def stream(self, request: ProviderRequest, cancel: CancelToken) -> Iterator[StreamEvent]:
+        while not cancel.is_cancelled():
+            yield TextDelta("tok ")
+            if not self.flooding.is_set() and self.backlog() >= self.backlog_at:
+                self.flooding.set()
+
+
+def test_cancel_while_the_client_reads_no_events(tmp_path: Path, start_agent: Start) -> None:
     sink = RecordingSink()
-    loop = make_loop([["tok " * 300_000]], tmp_path, history=sink)
-    handle = loop.start()
+    provider = EndlessFlood()
+    loop = AgentLoop(provider, [], tmp_path, history=sink)
+    handle = start_agent(loop)
+    provider.backlog = lambda: handle.statistics()["queued_events"]
     handle.send("go")
-    while not sink.messages:  # the user message is durable; the flood starts
-        time.sleep(0.005)
-    time.sleep(0.1)  # the loop floods an event queue nobody drains
+    assert provider.flooding.wait(10)  # the loop has been filling a queue nobody drains
     started = time.monotonic()
     handle.cancel()
     events = handle.wait_done(10)  # read only afterwards
     assert check_turn(events).reason == "cancelled"
+    assert sum(isinstance(e, NewToken) for e in events) >= provider.backlog_at - 2
     assert sink.messages[-1].status == "interrupted"
+    assert sink.messages[-1].text.startswith("tok tok ")
     assert sink.times[-1] - started < CANCEL_BOUND  # the interrupted message is the last act
-    handle.shutdown()
-    loop.join_readers()
 
 
 def test_cancel_during_a_running_tool(tmp_path: Path) -> None:
@@ -284,9 +309,9 @@ def test_cancel_during_a_running_tool(tmp_path: Path) -> None:
     check_history(loop.messages)
 
 
-def test_cancel_that_races_the_submit_is_not_lost(tmp_path: Path) -> None:
+def test_cancel_that_races_the_submit_is_not_lost(tmp_path: Path, start_agent: Start) -> None:
     loop = make_loop([["should not be asked"]], tmp_path)
-    handle = loop.start()
+    handle = start_agent(loop)
     handle.send("go")
     handle.cancel()
     events = handle.wait_done(5)
@@ -295,9 +320,9 @@ def test_cancel_that_races_the_submit_is_not_lost(tmp_path: Path) -> None:
     assert not any(isinstance(e, NewToken) for e in events)
 
 
-def test_next_turn_runs_normally_after_a_cancel(tmp_path: Path) -> None:
+def test_next_turn_runs_normally_after_a_cancel(tmp_path: Path, start_agent: Start) -> None:
     loop = make_loop([[{"type": "sleep", "seconds": 60}], ["second answer"]], tmp_path)
-    handle = loop.start()
+    handle = start_agent(loop)
     handle.send("first")
     time.sleep(0.05)
     handle.cancel()
@@ -309,9 +334,9 @@ def test_next_turn_runs_normally_after_a_cancel(tmp_path: Path) -> None:
     handle.shutdown()
 
 
-def test_shutdown_ends_the_turn_and_the_thread(tmp_path: Path) -> None:
+def test_shutdown_ends_the_turn_and_the_thread(tmp_path: Path, start_agent: Start) -> None:
     loop = make_loop([[{"type": "sleep", "seconds": 60}]], tmp_path)
-    handle = loop.start()
+    handle = start_agent(loop)
     handle.send("go")
     time.sleep(0.05)
     handle.shutdown(timeout=5)
@@ -322,9 +347,9 @@ def test_shutdown_ends_the_turn_and_the_thread(tmp_path: Path) -> None:
         handle.send("more")
 
 
-def test_shutdown_skips_queued_messages(tmp_path: Path) -> None:
+def test_shutdown_skips_queued_messages(tmp_path: Path, start_agent: Start) -> None:
     loop = make_loop([[{"type": "sleep", "seconds": 60}], ["never"]], tmp_path)
-    handle = loop.start()
+    handle = start_agent(loop)
     handle.send("one")
     handle.send("two")
     time.sleep(0.05)
@@ -360,15 +385,17 @@ def _confirm_run(
     handle = loop.start()
     handle.send("go")
     events: list[Any] = []
-    while True:
-        event = handle.next_event(5)
-        assert event is not None
-        events.append(event)
-        if isinstance(event, ConfirmRequest):
-            assert event.reply.send(answer) is True
-        if isinstance(event, Done):
-            break
-    handle.shutdown()
+    try:
+        while True:
+            event = handle.next_event(5)
+            assert event is not None
+            events.append(event)
+            if isinstance(event, ConfirmRequest):
+                assert event.reply.send(answer) is True
+            if isinstance(event, Done):
+                break
+    finally:
+        handle.shutdown()
     return events, policy, loop
 
 
@@ -402,10 +429,10 @@ def test_deny_verdict_never_asks(tmp_path: Path) -> None:
 
 
 def test_cancel_while_waiting_for_a_reply_ends_the_turn_and_ignores_the_late_reply(
-    tmp_path: Path,
+    tmp_path: Path, start_agent: Start
 ) -> None:
     loop = make_loop([[call("echo", text="x")], ["unused"]], tmp_path, policy=AskPolicy())
-    handle = loop.start()
+    handle = start_agent(loop)
     handle.send("go")
     events: list[Any] = []
     while not isinstance(event := handle.next_event(5), ConfirmRequest):
@@ -451,9 +478,11 @@ def test_a_rule_that_cannot_be_saved_still_runs_the_allowed_call(tmp_path: Path)
     assert any(isinstance(e, StatusUpdate) and "read-only file system" in e.detail for e in events)
 
 
-def test_cancel_after_a_streamed_tool_call_still_answers_it(tmp_path: Path) -> None:
+def test_cancel_after_a_streamed_tool_call_still_answers_it(
+    tmp_path: Path, start_agent: Start
+) -> None:
     loop = make_loop([[call("echo", text="a"), {"type": "sleep", "seconds": 60}]], tmp_path)
-    handle = loop.start()
+    handle = start_agent(loop)
     handle.send("go")
     time.sleep(0.1)  # the call has streamed; the reply has gone silent
     handle.cancel()
@@ -466,10 +495,12 @@ def test_cancel_after_a_streamed_tool_call_still_answers_it(tmp_path: Path) -> N
     assert loop.messages[1].status == "interrupted" and loop.messages[1].tool_calls
 
 
-def test_a_broken_stream_after_a_tool_call_still_answers_it(tmp_path: Path) -> None:
+def test_a_broken_stream_after_a_tool_call_still_answers_it(
+    tmp_path: Path, start_agent: Start
+) -> None:
     replies = [[call("echo", text="a"), {"type": "error", "kind": "network"}], ["next"]]
     loop = make_loop(replies, tmp_path)
-    handle = loop.start()
+    handle = start_agent(loop)
     handle.send("go")
     events = handle.wait_done(5)
     assert check_turn(events).reason == "error"

@@ -116,6 +116,11 @@ class AgentHandle:
     def alive(self) -> bool:
         return self._thread.is_alive()
 
+    def statistics(self) -> dict[str, int]:
+        """`queued_events`: events the agent has put out that the client has not taken
+        yet (the backlog of a client that reads slower than the agent streams)."""
+        return {"queued_events": self._events.qsize()}
+
     def next_event(self, timeout: float | None = None) -> AgentEvent | None:
         """The next event; None when the stream has ended. Raises TimeoutError."""
         if self._ended:
