@@ -134,7 +134,7 @@ def test_remember_project_keeps_existing_content(tmp_path: Path) -> None:
     [
         ("[permissions]\ndeny = []", {"allow": ["run_command(make)"], "deny": []}),
         ("[permissions]\nallow = []\n", {"allow": ["run_command(make)"]}),
-        ("model = 'x'\n[other]\na = 1", {"allow": ["run_command(make)"]}),
+        ("model = 'x'\n[compaction]\nthreshold = 0.5", {"allow": ["run_command(make)"]}),
         ("", {"allow": ["run_command(make)"]}),
     ],
 )
