@@ -5,7 +5,13 @@ threads and processes); `SessionLog` is the kernel's HistorySink for one session
 `repair` makes a stored history valid for a provider again after a crash.
 """
 
-from codecoder.sessions.errors import AmbiguousSession, SchemaTooNew, SessionError, UnknownSession
+from codecoder.sessions.errors import (
+    AmbiguousSession,
+    SchemaTooNew,
+    SessionError,
+    StoreUnavailable,
+    UnknownSession,
+)
 from codecoder.sessions.records import SessionInfo
 from codecoder.sessions.repair import InvalidHistory, check_valid, problems, repair
 from codecoder.sessions.store import SessionLog, SessionStore
@@ -18,6 +24,7 @@ __all__ = [
     "SessionInfo",
     "SessionLog",
     "SessionStore",
+    "StoreUnavailable",
     "UnknownSession",
     "check_valid",
     "problems",

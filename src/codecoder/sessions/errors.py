@@ -17,3 +17,8 @@ class AmbiguousSession(SessionError, LookupError):
 
 class SchemaTooNew(SessionError):
     """The file was written by a newer CodeCoder; we must not guess at its layout."""
+
+
+class StoreUnavailable(SessionError):
+    """The store's file cannot be opened or written (read-only, not a database, no room):
+    nothing of the session can be kept, so a run must not go on as if it were."""

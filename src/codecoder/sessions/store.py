@@ -38,7 +38,12 @@ from codecoder.kernel.codec import encode
 from codecoder.kernel.events import Usage
 from codecoder.kernel.messages import Message
 from codecoder.kernel.ports import CompactedView
-from codecoder.sessions.errors import AmbiguousSession, SessionError, UnknownSession
+from codecoder.sessions.errors import (
+    AmbiguousSession,
+    SessionError,
+    StoreUnavailable,
+    UnknownSession,
+)
 from codecoder.sessions.records import SESSION_COLUMNS, SessionInfo, cap_message, title_of
 from codecoder.sessions.repair import repair
 from codecoder.sessions.schema import BYTES_PER_TOKEN, migrate
@@ -328,17 +333,25 @@ class SessionStore:
         with self._lock:
             if self._closed:
                 raise SessionError("the session store is closed")
-        conn = self._open()
-        with self._lock:
-            self._connections.add(conn)
-            if not self._migrated:
-                migrate(conn)
-                self._migrated = True
+        try:
+            conn = self._open()
+            with self._lock:
+                self._connections.add(conn)
+                if not self._migrated:
+                    migrate(conn)
+                    self._migrated = True
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreUnavailable(
+                f"cannot open the session store {self.path}: {_why(exc)}"
+            ) from exc
         self._local.conn = conn
         return conn
 
     def _open(self) -> _Connection:
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except FileExistsError:  # a file where the folder should be
+            raise NotADirectoryError(0, f"{self.path.parent} is not a folder") from None
         os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600))
         conn = sqlite3.connect(
             self.path,
@@ -356,15 +369,22 @@ class SessionStore:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; SQLite's failures (a read-only or full disk, a file
+        that is not a database) become a StoreUnavailable naming the file."""
         conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
         try:
-            yield conn
-            conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            raise
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(
+                f"cannot write to the session store {self.path}: {_why(exc)}"
+            ) from exc
         self._checkpointer.note_commit()
 
     @contextmanager
@@ -515,6 +535,12 @@ def _enable_wal(conn: sqlite3.Connection) -> None:
                 raise
         time.sleep(pause)
         pause = min(pause * 2, 0.05)
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror[:1].lower() + exc.strerror[1:]
+    return str(exc)
 
 
 def _new_id() -> str:
