@@ -144,3 +144,15 @@ def test_load_script_names_the_file(tmp_path: Path) -> None:
     bad.write_text("[[{")
     with pytest.raises(ScriptError, match=str(bad)):
         load_script(bad)
+
+
+@pytest.mark.parametrize("seconds", ["1e308", "1e999", "-1", "86400.5", '"nan"'])
+def test_a_pause_that_cannot_be_slept_is_refused(seconds: str) -> None:
+    with pytest.raises(ScriptError):
+        parse_script(f'[[{{"type": "sleep", "seconds": {seconds}}}]]')
+    with pytest.raises(ScriptError):
+        parse_script(
+            f'{{"format": "codecoder-script/1", "replies": '
+            f'[{{"token_delay": {seconds}, "parts": ["x"]}}]}}'
+        )
+    assert parse_script('[[{"type": "sleep", "seconds": 86400}]]').replies[0].parts

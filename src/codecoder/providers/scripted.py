@@ -11,7 +11,7 @@ import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -58,10 +58,15 @@ class ToolCallPart(
     raw_args: str | None = None
 
 
+MAX_SECONDS = 86_400.0
+Seconds = Annotated[float, msgspec.Meta(ge=0, le=MAX_SECONDS)]
+"""A pause of a script: 0 to one day (negative, infinite and NaN pauses are refused)."""
+
+
 class SleepPart(
     msgspec.Struct, frozen=True, tag="sleep", tag_field="type", forbid_unknown_fields=True
 ):
-    seconds: float
+    seconds: Seconds
 
 
 class UsagePart(
@@ -85,7 +90,7 @@ Part = TextPart | ReasoningPart | ToolCallPart | SleepPart | UsagePart | ErrorPa
 
 class Reply(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     parts: list[Part]
-    token_delay: float = 0.0
+    token_delay: Seconds = 0.0
 
 
 class SubagentScript(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
