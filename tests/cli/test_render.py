@@ -45,3 +45,12 @@ def test_long_lines_and_carriage_returns_are_shown_as_they_come() -> None:
     lines = out.getvalue().splitlines()
     assert lines[:2] == ["  │ 10%", "  │ 20%"]
     assert lines[2] == "  │ " + "x" * 5000
+
+
+def test_counts_read_as_english() -> None:
+    from codecoder.cli.render import _first_line
+    from codecoder.wording import counted
+
+    assert _first_line("one\ntwo") == "one (+1 line)"
+    assert _first_line("one\ntwo\nthree") == "one (+2 lines)"
+    assert [counted(n, "round") for n in (0, 1, 2)] == ["0 rounds", "1 round", "2 rounds"]

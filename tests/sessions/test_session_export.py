@@ -77,3 +77,11 @@ def test_age_reads_like_a_person_would_say_it() -> None:
         "3d ago",
     ]
     assert age(86400 * 40) == time.strftime("%Y-%m-%d", time.localtime(time.time() - 86400 * 40))
+
+
+def test_the_header_and_cut_results_count_in_english(store: SessionStore) -> None:
+    session = store.create("/proj", "m/m")
+    store.append(session, Message(id=1, role="tool", items=(tool_result("c1", "x\n" * 9),)))
+    text = transcript(store.get(session), store.load_messages(session))
+    assert "m/m · 0 turns · 1 message" in text
+    assert "… 1 more line\n" in text

@@ -205,7 +205,7 @@ def test_write_creates_parents_and_round_trips(workspace: Path, ctx: ToolContext
     assert text == "Created new/deep/f.py (15 bytes, 2 lines)."
     assert run(ReadFile(), ctx, path="new/deep/f.py")[1] == "     1\ta = 1\n     2\tb = 'é'"
     status, text = run(WriteFile(), ctx, path="new/deep/f.py", content="x")
-    assert text == "Overwrote new/deep/f.py (1 bytes, 1 lines; was 15 bytes)."
+    assert text == "Overwrote new/deep/f.py (1 byte, 1 line; was 15 bytes)."
     assert (workspace / "new/deep/f.py").read_text() == "x"
     assert os.listdir(workspace / "new/deep") == ["f.py"]  # no temp file left behind
 

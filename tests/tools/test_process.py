@@ -23,6 +23,7 @@ from codecoder.tools.process import (
     Snapshot,
     parse_stat,
 )
+from codecoder.wording import counted
 from tests.procfs import marked, stat_of
 
 pytestmark = pytest.mark.timeout(60)
@@ -143,7 +144,8 @@ def test_head_tail_keeps_both_ends_and_counts_the_cut(
         newlines = middle.count(b"\n")
         assert (buffer.cut_bytes, buffer.cut_lines) == (len(middle), newlines)
         rendered = buffer.render()
-        assert f"{len(middle)} bytes ({newlines} newlines) cut" in rendered
+        cut = f"{counted(len(middle), 'byte')} ({counted(newlines, 'newline')})"
+        assert f"[… {cut} cut" in rendered
         assert rendered.startswith(data[:head].decode("utf-8", "replace"))
         assert rendered.endswith(data[len(data) - tail :].decode("utf-8", "replace"))
 

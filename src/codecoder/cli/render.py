@@ -25,6 +25,7 @@ from codecoder.kernel.events import (
     ToolStarted,
     Usage,
 )
+from codecoder.wording import counted
 
 _STYLES = {
     "dim": "\x1b[2m",
@@ -190,6 +191,6 @@ def _first_line(text: str) -> str:
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines:
         return "done"
-    more = f" (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
+    more = f" (+{counted(len(lines) - 1, 'line')})" if len(lines) > 1 else ""
     first = lines[0] if len(lines[0]) <= 90 else lines[0][:87] + "…"
     return first + more

@@ -23,6 +23,8 @@ from typing import BinaryIO
 
 import msgspec
 
+from codecoder.wording import counted
+
 KIB = 1024
 GIT_FILE_CAP = 4 * KIB + 16
 """A `.git` file: `gitdir: ` and a path (PATH_MAX is 4 KiB)."""
@@ -142,7 +144,7 @@ def _cut(data: bytes, cap: int) -> bytes:
 
 
 def cut_note(omitted: int, shown_as: str) -> str:
-    return f"[… cut: {omitted} bytes of {shown_as} not shown]"
+    return f"[… cut: {counted(omitted, 'byte')} of {shown_as} not shown]"
 
 
 def capped_text(capped: Capped, shown_as: str) -> str:

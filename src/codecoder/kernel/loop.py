@@ -226,7 +226,8 @@ class AgentLoop:
                 return "completed"
             self._run_tools(calls, token)
         token.check()
-        self._emit(Error(kind="max_rounds", message=f"stopped after {self.max_rounds} rounds"))
+        limit = f"{self.max_rounds} round{'' if self.max_rounds == 1 else 's'}"
+        self._emit(Error(kind="max_rounds", message=f"stopped after {limit}"))
         return "max_rounds"
 
     # --- compaction ------------------------------------------------------------------

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from codecoder.kernel.codec import encode
 from codecoder.kernel.messages import Message, MessageItem, Reasoning, Text, ToolCall, ToolResult
 from codecoder.sessions.records import SessionInfo
+from codecoder.wording import counted
 
 SHOW_RESULT_LINES = 8
 SHOW_LINE_CHARS = 200
@@ -65,7 +66,8 @@ def _header(info: SessionInfo, now: float) -> list[str]:
         f"session  {info.id}",
         f"title    {info.title or '(untitled)'}",
         f"folder   {info.cwd}",
-        f"model    {info.model} · {info.turns} turns · {info.message_count} messages",
+        f"model    {info.model} · {counted(info.turns, 'turn')} · "
+        f"{counted(info.message_count, 'message')}",
         f"tokens   {_tokens(info)}",
         f"updated  {age(now - info.updated_at)}",
     ]
@@ -96,7 +98,7 @@ def _show_result(result: ToolResult) -> list[str]:
     shown = [f"  ← {result.tool_call_id} {result.status}"]
     shown += ["    " + _cut(line) for line in lines[:SHOW_RESULT_LINES]]
     if len(lines) > SHOW_RESULT_LINES:
-        shown.append(f"    … {len(lines) - SHOW_RESULT_LINES} more lines")
+        shown.append(f"    … {counted(len(lines) - SHOW_RESULT_LINES, 'more line')}")
     return shown
 
 

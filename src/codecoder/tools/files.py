@@ -26,6 +26,7 @@ from codecoder.kernel.messages import ToolResult, tool_result
 from codecoder.kernel.ports import Risk, ToolContext
 from codecoder.tools.base import TypedTool
 from codecoder.tools.workspace import display, printable, resolve, walk
+from codecoder.wording import counted
 
 MAX_LINE_CHARS = 2000
 MAX_OUTPUT_BYTES = 256 * 1024
@@ -171,7 +172,7 @@ def _numbered(handle: BinaryIO, offset: int, limit: int, shown: str) -> str:
         out.append(row)
         size += len(row.encode()) + 1
     if not out:
-        raise Refused(f"offset {offset} is past the end of {shown} ({number} lines)")
+        raise Refused(f"offset {offset} is past the end of {shown} ({counted(number, 'line')})")
     return "\n".join(out)
 
 
@@ -260,10 +261,10 @@ class WriteFile(FileTool[WriteFileArgs]):
         data = _encode(args.content, "content")
         old = atomic_write(path, data)
         shown = display(ctx.workspace, path)
-        written = f"{len(data)} bytes, {_count_lines(args.content)} lines"
+        written = f"{counted(len(data), 'byte')}, {counted(_count_lines(args.content), 'line')}"
         if old is None:
             return f"Created {shown} ({written})."
-        return f"Overwrote {shown} ({written}; was {old.st_size} bytes)."
+        return f"Overwrote {shown} ({written}; was {counted(old.st_size, 'byte')})."
 
 
 class EditFileArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -58,6 +58,7 @@ from typing import Literal
 import msgspec
 
 from codecoder.kernel.cancel import CancelToken
+from codecoder.wording import counted
 
 MARKER_VAR = "CODECODER_CALL"
 """Environment variable that tags every process of one command with its call's id."""
@@ -253,7 +254,8 @@ class HeadTail:
         head = self._head.decode("utf-8", errors="replace")
         tail = self._tail.decode("utf-8", errors="replace")
         sep = "" if head.endswith("\n") else "\n"
-        note = f"[… {self.cut_bytes} bytes ({self.cut_lines} newlines) cut from the middle …]"
+        cut = f"{counted(self.cut_bytes, 'byte')} ({counted(self.cut_lines, 'newline')})"
+        note = f"[… {cut} cut from the middle …]"
         return f"{head}{sep}{note}\n{tail}"
 
 
