@@ -22,14 +22,19 @@ Why not PR_SET_PDEATHSIG on each command's shell: Linux sends it when the *threa
 forked the child exits, and our commands are forked by tool threads that end; it needs a
 `preexec_fn` (unsafe with threads) or a wrapper program to set it; and it reaches only the
 shell, not the processes the shell started in its group or outside it. A long-lived
-spawning thread would fix the first point only. The watchdog covers the whole tree and
-costs (bench/bench_commands.py) one `sh` started with the first command, a few hundred
-microseconds off the command's path, about 1 MB of memory, and two small pipe writes per
-command.
+spawning thread would fix the first point only. The watchdog covers the whole tree.
+
+What it costs (bench/bench_commands.py, docs/benchmarks.md): the first command launches a
+thread that starts the `sh` (~2 ms until it runs, under load), so the command itself does
+not wait for it, about 1 ms on the first command's wall time in all; a command that
+starts before the watchdog runs is told to it as soon as it does. Then ~1.7 MB of memory
+and two small pipe writes per command (~20 µs); nothing at start-up, nothing for a run
+without commands.
 
 Known limits: a command started in the microseconds between its fork and its
-registration, and a process that dropped its marker (`env -i`) after leaving the group,
-escape, as they escape the live tree kill (see process.py).
+registration (or the first milliseconds, before the watchdog runs), and a process that
+dropped its marker (`env -i`) after leaving the group, escape, as they escape the live
+tree kill (see process.py).
 """
 
 from __future__ import annotations
@@ -71,6 +76,7 @@ done
 """
 
 SHELL = "/bin/sh"
+MAX_RESTARTS = 3
 
 
 class _Child:
@@ -101,6 +107,8 @@ class Watchdog:
         self._running: dict[int, str] = {}
         self._child: _Child | None = None
         self._finalizer: Callable[[], object] | None = None  # a weakref.finalize
+        self._starter: threading.Thread | None = None
+        self._restarts = 0
         self._failed = False
         self._closed = False
 
@@ -110,13 +118,15 @@ class Watchdog:
             return self._child.proc.pid if self._child is not None else None
 
     def started(self, pgid: int, marker: str) -> None:
-        """A command's group `pgid` is running (its processes carry `marker`)."""
+        """A command's group `pgid` is running (its processes carry `marker`). The first
+        call starts the watchdog on a thread of its own, so that the command does not
+        wait for it; the new watchdog is told of every group running by then."""
         with self._lock:
             self._running[pgid] = marker
-            if self._child is None:
-                self._start()  # tells the new watchdog of every running group
-            else:
+            if self._child is not None:
                 self._send(f"+ {pgid} {marker}\n")
+            else:
+                self._start_soon()
 
     def ended(self, pgid: int) -> None:
         """The command's tree is dead; its group id may be reused once it is reaped."""
@@ -125,20 +135,54 @@ class Watchdog:
             if marker is not None and self._child is not None:
                 self._send(f"- {pgid} {marker}\n")
 
+    def wait_started(self) -> int | None:
+        """The watchdog's pid once it runs (None: it could not start, or never was)."""
+        with self._lock:
+            starter = self._starter
+        if starter is not None:
+            starter.join()
+        return self.pid
+
     def close(self) -> None:
         """Stop the watchdog. Groups still registered are killed by it: closing means no
         command of ours runs on."""
         with self._lock:
             self._closed = True
+            starter = self._starter
+        if starter is not None:
+            starter.join()
+        with self._lock:
             if self._finalizer is not None:
                 self._finalizer()
             self._child = None
 
-    # --- internals (under the lock) ------------------------------------------------
+    # --- internals -------------------------------------------------------------------
+
+    def _start_soon(self) -> None:
+        """Under the lock: have a starter thread start a watchdog, unless one is at it."""
+        if self._starter is None and not self._failed and not self._closed:
+            self._starter = threading.Thread(target=self._start, name="watchdog-start")
+            self._starter.start()
 
     def _start(self) -> None:
-        if self._failed or self._closed:
-            return
+        """On the starter thread: spawn the watchdog, then tell it what runs."""
+        child: _Child | None = None
+        try:
+            child = self._spawn()
+        finally:
+            with self._lock:
+                self._starter = None
+                if child is None:
+                    self._failed = True  # no watchdog: commands still run, unguarded
+                else:
+                    self._child = child
+                    self._finalizer = weakref.finalize(self, child.close)
+                    running = self._running.items()
+                    lines = "".join(f"+ {pgid} {marker}\n" for pgid, marker in running)
+                    if lines:
+                        self._send(lines)
+
+    def _spawn(self) -> _Child | None:
         read_end, write_end = os.pipe()
         try:
             proc = subprocess.Popen(
@@ -153,25 +197,23 @@ class Watchdog:
             )
         except OSError:
             os.close(write_end)
-            self._failed = True  # no watchdog: commands still run, unguarded
-            return
+            return None
         finally:
             os.close(read_end)
-        self._child = _Child(proc, write_end)
-        self._finalizer = weakref.finalize(self, self._child.close)
-        lines = "".join(f"+ {pgid} {marker}\n" for pgid, marker in self._running.items())
-        if lines:
-            self._send(lines, restart=False)
+        return _Child(proc, write_end)
 
-    def _send(self, lines: str, *, restart: bool = True) -> None:
+    def _send(self, lines: str) -> None:
+        """Under the lock. A watchdog that died (someone killed it) is replaced by a new
+        one, which is told of every running group."""
         assert self._child is not None
         data = lines.encode()
         try:
             while data:  # a signal can cut a write to a pipe short
                 data = data[os.write(self._child.fd, data) :]
-        except OSError:  # the watchdog died (someone killed it)
+        except OSError:
             if self._finalizer is not None:
                 self._finalizer()
             self._child = None
-            if restart:
-                self._start()  # a new one, told of every running group
+            self._restarts += 1
+            self._failed = self._restarts > MAX_RESTARTS  # one that dies at once: give up
+            self._start_soon()
