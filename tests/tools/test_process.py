@@ -60,8 +60,10 @@ def no_zombies_left() -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def manager() -> ProcessManager:
-    return ProcessManager(grace=0.5)
+def manager() -> Iterator[ProcessManager]:
+    manager = ProcessManager(grace=0.5)
+    yield manager
+    manager.close()
 
 
 def start(
@@ -220,6 +222,7 @@ def test_kill_all_kills_every_tree_at_once(tmp_path: Path) -> None:
     assert patient.kill_all() >= 4
     for thread, _, _ in runs:
         thread.join(10)
+    patient.close()
     assert time.monotonic() - began < 2.0
     assert patient.running() == 0
     for _, box, _ in runs:

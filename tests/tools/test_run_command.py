@@ -58,8 +58,10 @@ def no_zombies_left() -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def tool() -> RunCommand:
-    return RunCommand(ProcessManager(grace=GRACE))
+def tool() -> Iterator[RunCommand]:
+    manager = ProcessManager(grace=GRACE)
+    yield RunCommand(manager)
+    manager.close()
 
 
 class Running:
@@ -319,6 +321,7 @@ def test_kill_all_stops_running_commands(workspace: Path) -> None:
     killed_at = time.monotonic()
     manager.kill_all()
     result = running.join()
+    manager.close()
     assert running.returned_at - killed_at <= BOUND * 5
     assert result.status == "error"
     assert result.text.endswith("[killed: all running commands were stopped]")

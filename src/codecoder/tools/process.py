@@ -32,6 +32,13 @@ statuses that `subprocess.Popen` waits for (CPython then reports 0) — and only
 that are not a live Popen of ours and not in our own process group (children that other
 code here spawned with a plain `subprocess.run` share our group and are left to it).
 
+An agent killed outright (SIGKILL) runs none of this: a watchdog process, started with
+the first command and told of every command's group and marker, kills what is left once
+our end of its pipe closes (watchdog.py, which says why not PR_SET_PDEATHSIG).
+
+The child's environment is not ours: secrets are scrubbed and git is kept inside the
+user's repository (environment.py).
+
 Known limit: a process that clears its environment (`env -i`), lets go of the output
 pipe and is orphaned before the kill path runs can no longer be told apart from another
 command's orphan. It escapes the tree kill, holds nothing of ours open, and is reaped as
@@ -58,6 +65,8 @@ from typing import Literal
 import msgspec
 
 from codecoder.kernel.cancel import CancelToken
+from codecoder.tools.environment import ChildEnvironment
+from codecoder.tools.watchdog import Watchdog
 from codecoder.wording import counted
 
 MARKER_VAR = "CODECODER_CALL"
@@ -354,7 +363,9 @@ class _Run(msgspec.Struct, eq=False):
 
 class ProcessManager:
     """Owns the running commands of this process: spawns them, kills their trees, reaps
-    orphans. One per application (the CLI's second Ctrl+C calls `kill_all`)."""
+    orphans. One per application (the CLI's second Ctrl+C calls `kill_all`); `close` it
+    when done (it stops the watchdog). `environment` makes each command's environment
+    (default: secrets scrubbed, no user settings)."""
 
     def __init__(
         self,
@@ -363,11 +374,15 @@ class ProcessManager:
         head_bytes: int = 16 * 1024,
         tail_bytes: int = 16 * 1024,
         shell: str | None = None,
+        environment: ChildEnvironment | None = None,
+        watchdog: bool = True,
     ) -> None:
         self.grace = grace
         self.head_bytes = head_bytes
         self.tail_bytes = tail_bytes
         self.shell = shell or default_shell()
+        self.environment = environment or ChildEnvironment()
+        self.watchdog = Watchdog() if watchdog else None
         self._subreaper: bool | None = None
         self._pidfds = hasattr(os, "pidfd_open")
         self._lock = threading.Lock()
@@ -393,13 +408,16 @@ class ProcessManager:
         timeout: float,
         cancel: CancelToken,
         on_output: Callable[[str], object] | None = None,
+        workspace: Path | None = None,
     ) -> CommandOutcome:
         """Run `command` to its end, its timeout or `cancel`; its whole tree is dead and
-        reaped, and both helper threads joined, when this returns."""
+        reaped, and both helper threads joined, when this returns. `workspace` (default:
+        `cwd`) is where git's discovery is kept (environment.py)."""
         started = time.monotonic()
         if cancel.is_cancelled():
             return CommandOutcome("cancelled", None, "", 0, 0.0)
-        run = self._spawn(command, cwd, on_output)
+        env = self.environment.for_workspace(workspace or cwd)
+        run = self._spawn(command, cwd, env, on_output)
         try:
             ended = self._wait(run, timeout, cancel)
         finally:
@@ -432,12 +450,22 @@ class ProcessManager:
         """Reap zombies reparented to us (subreaper) that no Popen of ours waits for."""
         return self._reap(self._scan(), ())
 
+    def close(self) -> None:
+        """Stop the watchdog (a command still running then is killed by it)."""
+        if self.watchdog is not None:
+            self.watchdog.close()
+
     # --- internals -------------------------------------------------------------------
 
-    def _spawn(self, command: str, cwd: Path, on_output: Callable[[str], object] | None) -> _Run:
+    def _spawn(
+        self,
+        command: str,
+        cwd: Path,
+        env: dict[str, str],
+        on_output: Callable[[str], object] | None,
+    ) -> _Run:
         self.ensure_subreaper()
         marker = os.urandom(16).hex()
-        env = dict(os.environ)
         env[MARKER_VAR] = marker
         # Under the lock so that reap_orphans never sees a child that is not yet live.
         with self._lock:
@@ -456,6 +484,8 @@ class ProcessManager:
             buffer = HeadTail(self.head_bytes, self.tail_bytes)
             run = _Run(proc, marker, pipe_inode, buffer, on_output)
             self._live[proc.pid] = run
+            if self.watchdog is not None:
+                self.watchdog.started(proc.pid, marker)
         run.start()
         return run
 
@@ -479,6 +509,8 @@ class ProcessManager:
                 with suppress(ProcessLookupError):
                     os.killpg(run.pid, signal.SIGKILL)
             with self._lock:
+                if self.watchdog is not None:  # before the reap frees the group id
+                    self.watchdog.ended(run.pid)
                 run.proc.wait()
                 del self._live[run.pid]
             run.stop_pump_and_join()

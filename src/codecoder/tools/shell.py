@@ -63,6 +63,7 @@ class RunCommand(TypedTool[RunCommandArgs]):
                 timeout=args.timeout,
                 cancel=ctx.cancel,
                 on_output=ctx.output,
+                workspace=ctx.workspace,
             )
         except OSError as exc:
             raise ToolFailure("crashed", f"could not start the command: {exc}") from exc
