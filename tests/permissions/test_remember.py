@@ -238,3 +238,73 @@ def test_a_broken_trust_file_is_a_config_error(tmp_path: Path) -> None:
     trusted_file().write_text("folders = 'not a list'\n")
     with pytest.raises(ConfigError, match=r"trusted\.toml"):
         is_trusted(tmp_path)
+
+
+# --- .gitignore ----------------------------------------------------------------------
+
+
+def test_the_first_project_rule_creates_a_gitignore(tmp_path: Path) -> None:
+    RulePolicy(tmp_path).remember(*run("make"), "project")
+    assert (tmp_path / ".gitignore").read_text().splitlines()[-1] == ".codecoder/config.local.toml"
+    (tmp_path / ".gitignore").unlink()
+    RulePolicy(tmp_path).remember(*run("make test"), "project")  # the file exists now
+    assert not (tmp_path / ".gitignore").exists()
+
+
+def test_an_untracked_gitignore_gets_the_line(tmp_path: Path) -> None:
+    (tmp_path / ".gitignore").write_text("build/")  # no newline at the end
+    RulePolicy(tmp_path).remember(*run("make"), "project")
+    assert (tmp_path / ".gitignore").read_text() == "build/\n.codecoder/config.local.toml\n"
+
+
+def test_a_tracked_gitignore_is_left_alone_unless_the_user_said_yes(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "sub").mkdir()
+    workspace = tmp_path / "sub"
+    (workspace / ".gitignore").write_text("build/\n")
+    RulePolicy(workspace).remember(*run("make"), "project")  # nobody asked (headless)
+    assert (workspace / ".gitignore").read_text() == "build/\n"
+    assert (workspace / ".codecoder" / ".gitignore").read_text().splitlines()[-1] == (
+        "config.local.toml"
+    )
+    local_file(workspace).unlink()
+    (workspace / ".codecoder" / ".gitignore").unlink()
+    policy = RulePolicy(workspace)
+    policy.edit_tracked_gitignore = True
+    policy.remember(*run("make"), "project")
+    assert (workspace / ".gitignore").read_text() == "build/\n.codecoder/config.local.toml\n"
+    assert not (workspace / ".codecoder" / ".gitignore").exists()
+
+
+@pytest.mark.parametrize(
+    ("where", "lines"),
+    [
+        (".gitignore", ".codecoder/"),
+        (".gitignore", "/.codecoder/config.local.toml"),
+        (".gitignore", "*.local.toml"),
+        (".gitignore", ".codecoder"),
+        ("../.gitignore", "ws/.codecoder/"),
+        ("../.gitignore", "config.local.toml"),
+        (".codecoder/.gitignore", "*"),
+    ],
+)
+def test_a_file_already_ignored_changes_nothing(tmp_path: Path, where: str, lines: str) -> None:
+    from codecoder.permissions.tomlfile import ignore_plan
+
+    (tmp_path / ".git").mkdir()
+    workspace = tmp_path / "ws"
+    (workspace / ".codecoder").mkdir(parents=True)
+    (workspace / where).write_text(f"# mine\n{lines}\n")
+    before = {p: p.read_bytes() for p in tmp_path.rglob(".gitignore")}
+    assert ignore_plan(workspace) == "ignored"
+    RulePolicy(workspace).remember(*run("make"), "project")
+    assert {p: p.read_bytes() for p in tmp_path.rglob(".gitignore")} == before
+
+
+def test_a_negated_pattern_is_not_ignored(tmp_path: Path) -> None:
+    from codecoder.permissions.tomlfile import ignore_plan
+
+    (tmp_path / ".gitignore").write_text(".codecoder/*\n!.codecoder/config.local.toml\n")
+    assert ignore_plan(tmp_path) == "append"
+    (tmp_path / ".gitignore").write_text("/other/.codecoder/\n")
+    assert ignore_plan(tmp_path) == "append"

@@ -49,9 +49,9 @@ def build_parser(first: str | None = None) -> argparse.ArgumentParser:
     demo.add_argument("--keep", action="store_true", help="keep the example project copy")
     demo.set_defaults(func=_demo)
 
-    from codecoder.cli import prompt_cmd, provider_commands, sessions_cmd
+    from codecoder.cli import prompt_cmd, provider_commands, sessions_cmd, trust_cmd
 
-    for module in (provider_commands, sessions_cmd, prompt_cmd):
+    for module in (provider_commands, sessions_cmd, prompt_cmd, trust_cmd):
         module.add_parsers(sub)
     return parser
 

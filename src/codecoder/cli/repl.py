@@ -35,7 +35,12 @@ _ANSWERS: dict[str, Decision] = {
     "p": "allow_project",
     "n": "deny",
 }
-_CONFIRM_PROMPT = "  allow? [y]es once, [a]lways this session, always this [p]roject, [n]o: "
+_CONFIRM_PROMPT = "  allow? [y]es once, [a]lways this session, always this [p]roject{note}, [n]o: "
+_UNTRUSTED_NOTE = " (later sessions need `codecoder trust`)"
+_GITIGNORE_PROMPT = (
+    "  project rules go to .codecoder/config.local.toml, which git should not see.\n"
+    "  add it to .gitignore (a tracked file)? [y]es, [n]o: use .codecoder/.gitignore: "
+)
 
 
 def run_repl(options: Any) -> int:
@@ -106,8 +111,12 @@ class _Session:
         while isinstance(inner, Subagent):
             inner = inner.event
         if isinstance(inner, ConfirmRequest):
-            answer = self._read(_CONFIRM_PROMPT)
+            policy = self.setup.policy
+            untrusted = policy is not None and not policy.trusted
+            answer = self._read(_CONFIRM_PROMPT.format(note=_UNTRUSTED_NOTE if untrusted else ""))
             decision = _ANSWERS.get((answer or "n").strip()[:1].lower(), "deny")
+            if decision == "allow_project" and policy is not None:
+                self._before_first_project_rule(policy)
             inner.reply.send(ConfirmReply(decision))
         elif isinstance(inner, AskUser):
             for number, option in enumerate(inner.options, 1):
@@ -116,6 +125,19 @@ class _Session:
             if answer.isdigit() and 0 < int(answer) <= len(inner.options):
                 answer = inner.options[int(answer) - 1]
             inner.reply.send(answer)
+
+    def _before_first_project_rule(self, policy: Any) -> None:
+        """The first project rule creates `.codecoder/config.local.toml`, which is added
+        to .gitignore; where that would change a tracked file, the user says whether."""
+        from codecoder import paths
+        from codecoder.permissions.tomlfile import ignore_plan
+
+        workspace = policy.workspace
+        if (paths.project_dir(workspace) / "config.local.toml").exists():
+            return
+        if ignore_plan(workspace) == "tracked":
+            answer = (self._read(_GITIGNORE_PROMPT) or "").strip().lower()
+            policy.edit_tracked_gitignore = answer.startswith("y")
 
     @staticmethod
     def _read(prompt: str) -> str | None:

@@ -38,6 +38,7 @@ class AgentSetup(msgspec.Struct):
     first_turn: int = 0
     log: SessionLog | None = None
     closers: list[Callable[[], object]] = msgspec.field(default_factory=list)
+    policy: RulePolicy | None = None
 
     def kill_processes(self) -> None:
         self.manager.kill_all()
@@ -168,6 +169,7 @@ def build_agent(options: Any, workspace: Path) -> AgentSetup:
         first_turn=first_turn,
         log=log,
         closers=[_closer(provider), store.close, compactor.close],
+        policy=policy,
     )
 
 

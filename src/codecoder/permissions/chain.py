@@ -106,6 +106,9 @@ class RulePolicy:
         self._project = project if project is not None else RuleSet()
         self._grants = _Grants()
         self._lock = threading.Lock()
+        self.edit_tracked_gitignore = False
+        """May the first project rule add its file to a .gitignore that git tracks? Set by
+        a client that asked the user; otherwise `.codecoder/.gitignore` gets the line."""
 
     @classmethod
     def load(
@@ -223,12 +226,15 @@ class RulePolicy:
         from codecoder.permissions import tomlfile  # only an "always" answer writes
 
         target = paths.project_dir(self.workspace) / "config.local.toml"
+        first = not target.exists()
         for text in dict.fromkeys(texts):
             tomlfile.add_rule(target, "allow", text)
         if self.trusted:
             project = _project_rules(self.workspace)
             with self._lock:
                 self._project = project
+        if first:
+            tomlfile.ignore_local_file(self.workspace, edit_tracked=self.edit_tracked_gitignore)
 
 
 def _project_rules(workspace: Path) -> RuleSet:

@@ -1,4 +1,6 @@
-"""Writing the two TOML files this package owns, without a TOML writer dependency.
+"""Writing the files this package owns, without a TOML writer dependency: the two TOML
+files (`config.local.toml`, `trusted.toml`) and the .gitignore line that keeps
+`config.local.toml` out of git.
 
 `.codecoder/config.local.toml` may also hold settings the user typed by hand, so a new
 rule is spliced into the text (comments and layout survive) and the result is parsed
@@ -13,8 +15,9 @@ import re
 import tempfile
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from codecoder import paths
 from codecoder.config import ConfigError, read_toml
 
 _HEADER = re.compile(r"^[ \t]*\[[ \t]*permissions[ \t]*\][ \t]*(#.*)?$", re.MULTILINE)
@@ -97,3 +100,106 @@ def _splice(text: str, action: str, rule: str) -> str:
     if found is None:
         return text[:body_start] + entry + text[body_start:]
     return text[: found.end()] + f"{toml_string(rule)}, " + text[found.end() :]
+
+
+# --- keeping config.local.toml out of git ------------------------------------------------
+
+LOCAL_FILE = ".codecoder/config.local.toml"
+IgnorePlan = Literal["ignored", "create", "append", "tracked"]
+
+
+def ignore_plan(workspace: Path) -> IgnorePlan:
+    """What keeping `.codecoder/config.local.toml` out of git takes in `workspace`:
+    nothing (a .gitignore already covers it), creating `.gitignore`, appending to one
+    outside any git repository, or changing one inside a repository ("tracked": we do
+    not run git to check, so a .gitignore in a repository counts as tracked)."""
+    workspace = workspace.resolve()
+    if _is_ignored(workspace):
+        return "ignored"
+    if not (workspace / ".gitignore").exists():
+        return "create"
+    return "tracked" if _repository_root(workspace) is not None else "append"
+
+
+def ignore_local_file(workspace: Path, *, edit_tracked: bool = False) -> Path | None:
+    """Make git ignore `.codecoder/config.local.toml` (called when it is first written);
+    returns the file changed, None when nothing needed changing. A tracked .gitignore is
+    changed only with `edit_tracked` (the user said yes); otherwise the line goes into
+    `.codecoder/.gitignore`, which touches no tracked file."""
+    workspace = workspace.resolve()
+    plan = ignore_plan(workspace)
+    if plan == "ignored":
+        return None
+    if plan == "tracked" and not edit_tracked:
+        target, line = paths.project_dir(workspace) / ".gitignore", "config.local.toml"
+    else:
+        target, line = workspace / ".gitignore", LOCAL_FILE
+    try:
+        _append_line(target, line)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot add {LOCAL_FILE} to {target}: {exc.strerror} (the rule itself was saved)"
+        ) from exc
+    return target
+
+
+def _append_line(target: Path, line: str) -> None:
+    text = target.read_text(encoding="utf-8", errors="replace") if target.exists() else ""
+    with target.open("a", encoding="utf-8") as handle:
+        if text and not text.endswith("\n"):
+            handle.write("\n")
+        if not text:
+            handle.write('# CodeCoder: this machine\'s answers ("always for this project")\n')
+        handle.write(line + "\n")
+
+
+def _repository_root(folder: Path) -> Path | None:
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
+def _is_ignored(workspace: Path) -> bool:
+    """Whether a .gitignore from the workspace up to its repository root (the rules git
+    applies: last match wins, `!` re-includes) or `.codecoder/.gitignore` ignores the
+    local file. Best effort: global excludes and `info/exclude` are not read."""
+    if _ignores(paths.project_dir(workspace) / ".gitignore", "config.local.toml"):
+        return True
+    root = _repository_root(workspace) or workspace
+    folders = [workspace, *workspace.parents]
+    for folder in folders[: folders.index(root) + 1]:
+        relative = (workspace / LOCAL_FILE).relative_to(folder).as_posix()
+        if _ignores(folder / ".gitignore", relative):
+            return True
+    return False
+
+
+def _ignores(gitignore: Path, relative: str) -> bool:
+    try:
+        lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return False
+    from fnmatch import fnmatchcase
+
+    parts = relative.split("/")
+    prefixes = ["/".join(parts[: n + 1]) for n in range(len(parts))]
+    ignored = False
+    for raw in lines:
+        pattern = raw.rstrip()
+        if not pattern or pattern.startswith("#"):
+            continue
+        negated = pattern.startswith("!")
+        pattern = pattern.removeprefix("!")
+        folder_only = pattern.endswith("/")
+        pattern = pattern.rstrip("/")
+        anchored = "/" in pattern
+        pattern = pattern.lstrip("/")
+        for index, prefix in enumerate(prefixes):
+            if folder_only and index == len(prefixes) - 1:
+                continue
+            name = prefix if anchored else parts[index]
+            if fnmatchcase(name, pattern):
+                ignored = not negated
+                break
+    return ignored
