@@ -60,13 +60,15 @@ import time
 from collections.abc import Callable, Iterable
 from contextlib import suppress
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
 from codecoder.kernel.cancel import CancelToken
 from codecoder.tools.environment import ChildEnvironment
-from codecoder.tools.watchdog import Watchdog
+
+if TYPE_CHECKING:
+    from codecoder.tools.watchdog import Watchdog
 from codecoder.wording import counted
 
 MARKER_VAR = "CODECODER_CALL"
@@ -382,7 +384,9 @@ class ProcessManager:
         self.tail_bytes = tail_bytes
         self.shell = shell or default_shell()
         self.environment = environment or ChildEnvironment()
-        self.watchdog = Watchdog() if watchdog else None
+        self.use_watchdog = watchdog
+        self.watchdog: Watchdog | None = None
+        """Made with the first command (its module is not loaded before)."""
         self._subreaper: bool | None = None
         self._pidfds = hasattr(os, "pidfd_open")
         self._lock = threading.Lock()
@@ -452,8 +456,10 @@ class ProcessManager:
 
     def close(self) -> None:
         """Stop the watchdog (a command still running then is killed by it)."""
-        if self.watchdog is not None:
-            self.watchdog.close()
+        with self._lock:
+            watchdog, self.use_watchdog = self.watchdog, False
+        if watchdog is not None:
+            watchdog.close()
 
     # --- internals -------------------------------------------------------------------
 
@@ -469,6 +475,10 @@ class ProcessManager:
         env[MARKER_VAR] = marker
         # Under the lock so that reap_orphans never sees a child that is not yet live.
         with self._lock:
+            if self.use_watchdog and self.watchdog is None:
+                from codecoder.tools.watchdog import Watchdog
+
+                self.watchdog = Watchdog()
             proc = subprocess.Popen(
                 [self.shell, "-c", command],
                 stdin=subprocess.DEVNULL,

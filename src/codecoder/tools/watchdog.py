@@ -42,7 +42,6 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
-import weakref
 from collections.abc import Callable
 
 SCRIPT = r"""
@@ -175,6 +174,8 @@ class Watchdog:
                 if child is None:
                     self._failed = True  # no watchdog: commands still run, unguarded
                 else:
+                    import weakref  # here, not at start-up: ~0.5 ms a run without commands saves
+
                     self._child = child
                     self._finalizer = weakref.finalize(self, child.close)
                     running = self._running.items()
