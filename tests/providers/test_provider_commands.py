@@ -82,11 +82,11 @@ def test_doctor_checks_keys_and_reachability(
 ) -> None:
     _write(config_home, server, "fake/fake-model")
     monkeypatch.setenv("FAKE_KEY", "sk-fake")
-    assert run_doctor(argparse.Namespace(timeout=2.0)) == 0
+    assert run_doctor(argparse.Namespace(timeout=2.0)) == 1  # [providers.ollama] is down
     lines = {line.split()[1]: line for line in capsys.readouterr().out.splitlines()}
     assert lines["fake"].startswith("ok") and "reachable" in lines["fake"]
     assert lines["fakeant"].startswith("ok")
-    assert lines["openai"].startswith("FAIL") and "OPENAI_API_KEY is not set" in lines["openai"]
+    assert lines["openai"].startswith("off") and "OPENAI_API_KEY is not set" in lines["openai"]
     assert lines["ollama"].startswith("FAIL")
     assert "unreachable: connection refused by 127.0.0.1:" in lines["ollama"]
     gets = [r for r in server.requests if r.method == "GET"]
@@ -117,3 +117,43 @@ def test_add_parsers_registers_both_commands() -> None:
     assert parser.parse_args(["models"]).func is run_models
     doctor = parser.parse_args(["doctor", "--timeout", "0.5"])
     assert doctor.func is run_doctor and doctor.timeout == 0.5
+
+
+def test_doctor_passes_only_when_every_provider_in_use_does(
+    config_home: Path,
+    server: WireServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    config_home.write_text(
+        f'model = "fake/fake-model"\n[providers.fake]\nbase_url = "{server.url}/v1"\n'
+    )
+    assert run_doctor(argparse.Namespace(timeout=2.0)) == 0  # the unused built-ins are off
+    out = capsys.readouterr().out
+    assert "FAIL" not in out and "(not in use)" in out
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-x")  # deepseek is in use now, and down
+    config_home.write_text(
+        config_home.read_text()
+        + f'[providers.deepseek]\nbase_url = "http://127.0.0.1:{_closed_port()}"\n'
+    )
+    assert run_doctor(argparse.Namespace(timeout=2.0)) == 1
+    lines = {line.split()[1]: line for line in capsys.readouterr().out.splitlines()}
+    assert lines["deepseek"].startswith("FAIL")
+
+
+@pytest.mark.parametrize("timeout", [0.0, -1.0, float("nan"), float("inf"), 1e308])
+def test_doctor_refuses_a_timeout_it_cannot_use(
+    config_home: Path, timeout: float, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run_doctor(argparse.Namespace(timeout=timeout)) == 2
+    assert "--timeout must be" in capsys.readouterr().err
+
+
+def test_doctor_with_nothing_set_up_fails_and_says_what_to_do(
+    config_home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config_home.write_text(
+        f'[providers.ollama]\nbase_url = "http://127.0.0.1:{_closed_port()}/v1"\n'
+    )
+    assert run_doctor(argparse.Namespace(timeout=1.0)) == 1
+    assert "no provider is usable" in capsys.readouterr().err

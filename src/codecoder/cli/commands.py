@@ -4,17 +4,136 @@ never for `--version`)."""
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import re
+import sys
+from typing import Any, NoReturn
 
 from codecoder.cli.main import APPROVAL_MODES
 
+COMMANDS = (
+    "exec",
+    "resume",
+    "demo",
+    "models",
+    "doctor",
+    "sessions",
+    "prompt",
+    "trust",
+    "untrust",
+)
+_WITH_VALUE = ("-m", "--model", "--script", "-C", "--cwd", "--approval", "--max-rounds")
+_WITH_VALUE += ("--trace", "--resume")
+_OWN = ("-h", "--help", "--version", "-V")
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    """Parse a command line. Options written before the command (`codecoder -m X exec …`)
+    are moved after it, where that command's parser reads them; one it does not take is
+    refused by name. Only the command's own parser is built when it is `exec`."""
+    command, leading, rest = _split(argv)
+    parser = build_parser(command)
+    if command is None or not leading:
+        return parser.parse_args(argv)
+    taken = _subparser(parser, command)
+    for word in leading:
+        name = _option_name(word)
+        if name is not None and taken is not None and name not in taken._option_string_actions:
+            action = parser._option_string_actions.get(name)
+            shown = "/".join(action.option_strings) if action is not None else name
+            parser.error(f"{shown} does not apply to `codecoder {command}`")
+    return parser.parse_args([command, *leading, *rest])
+
+
+def _split(argv: list[str]) -> tuple[str | None, list[str], list[str]]:
+    """(the command, the options before it, what follows it); (None, [], argv) when the
+    line has no known command, or asks for help or the version before it."""
+    index = 0
+    while index < len(argv):
+        word = argv[index]
+        if word in _OWN:
+            return None, [], argv
+        if word == "--" or not word.startswith("-") or word == "-":
+            break
+        takes_value = word in _WITH_VALUE
+        index += 2 if takes_value else 1
+    if index < len(argv) and argv[index] in COMMANDS:
+        return argv[index], argv[:index], argv[index + 1 :]
+    return (argv[0] if argv else None), [], argv
+
+
+def _option_name(word: str) -> str | None:
+    if not word.startswith("-") or word == "-":
+        return None  # an option's value
+    if word.startswith("--"):
+        return word.split("=", 1)[0]
+    return word[:2]  # -mX is -m with X
+
+
+def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser | None:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            choices: dict[str, argparse.ArgumentParser] = action.choices  # type: ignore[assignment]
+            return choices.get(name)
+    return None
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a suggestion for a misspelt option, command or choice."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {message}{_suggestion(self, message)}\n")
+
+
+def _suggestion(parser: argparse.ArgumentParser, message: str) -> str:
+    import difflib
+
+    options, choices = _known(parser)
+    unknown = re.match(r"unrecognized arguments: (.*)", message)
+    if unknown:
+        for word in unknown.group(1).split():
+            name = _option_name(word)
+            if name is None:
+                continue
+            close = difflib.get_close_matches(name, options, n=1, cutoff=0.6)
+            if close:
+                return f" (did you mean {close[0]}?)"
+        return ""
+    invalid = re.search(r"invalid choice: (['\"]?)(.*?)\1 \(choose from", message)
+    if invalid:
+        value = invalid.group(2)
+        close = difflib.get_close_matches(value, choices, n=1, cutoff=0.6)
+        if close:
+            return f" (did you mean {close[0]}?)"
+        if " " in value:
+            return f' (to run a task: codecoder exec "{value}")'
+    return ""
+
+
+def _known(parser: argparse.ArgumentParser) -> tuple[list[str], list[str]]:
+    """Every option string and every choice of `parser` and its subcommands."""
+    options: list[str] = []
+    choices: list[str] = []
+    for action in parser._actions:
+        options += action.option_strings
+        if isinstance(action, argparse._SubParsersAction):
+            subparsers: dict[str, argparse.ArgumentParser] = action.choices  # type: ignore[assignment]
+            choices += list(subparsers)
+            for sub in subparsers.values():
+                more_options, more_choices = _known(sub)
+                options += more_options
+                choices += more_choices
+        elif action.choices is not None:
+            choices += [str(choice) for choice in action.choices]
+    return options, choices
+
 
 def build_parser(first: str | None = None) -> argparse.ArgumentParser:
-    """The whole parser; with `first` (the first argv word) = "exec", only what `exec`
+    """The whole parser; with `first` (the command word) = "exec", only what `exec`
     parses, because registering the other commands imports their modules."""
     from codecoder import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="codecoder",
         description="A coding agent for the terminal. Without a command: an interactive "
         "session in this folder.",

@@ -22,13 +22,14 @@ from codecoder.kernel.handle import AgentHandle
 from codecoder.providers.scripted import Script, ScriptedProvider, load_script
 
 TASK = "The tests in this project fail. Find out why and fix it."
+MAX_SPEED = 1000.0
 
 
 def run_demo(options: Any) -> int:
     from codecoder.cli.wiring import WiringError, demo_agent
 
-    if options.speed <= 0:
-        print("codecoder: --speed must be positive", file=sys.stderr)
+    if not 0 < options.speed <= MAX_SPEED:  # NaN is neither
+        print(f"codecoder: --speed must be above 0 and at most {MAX_SPEED:g}", file=sys.stderr)
         return EXIT_USAGE
     bundle = resources.files("codecoder.demo")
     workspace = Path(tempfile.mkdtemp(prefix="codecoder-demo-"))

@@ -7,6 +7,7 @@ every running command group and leaves at once with 130.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -33,7 +34,8 @@ from codecoder.kernel.events import (
     ToolStarted,
     Usage,
 )
-from codecoder.kernel.handle import AgentHandle
+from codecoder.kernel.handle import AgentClosed, AgentHandle
+from codecoder.sessions.errors import SessionError
 
 if TYPE_CHECKING:
     from codecoder.cli.replies import StdinReplies
@@ -63,6 +65,9 @@ def run_exec(options: Any) -> int:
         return _Runner(setup, json_output=options.json, stdin_replies=options.stdin_replies).run(
             task
         )
+    except SessionError as exc:  # the store failed during the run: it cannot be kept
+        print(f"codecoder: {exc}", file=sys.stderr)
+        return EXIT_FAILED
     except Exception as exc:  # the last line of defence: one clear line, detail in the trace
         if setup.tracer is not None:
             import traceback
@@ -200,7 +205,8 @@ class _Runner:
             self.closed_pipe = True
             _silence_stdout()
             if self.handle is not None:
-                self.handle.cancel()
+                with contextlib.suppress(AgentClosed):  # the answer, after the run ended
+                    self.handle.cancel()
 
     def _exit_code(self, done: Done) -> int:
         if self.signal_exit is not None:
@@ -212,7 +218,7 @@ class _Runner:
                 text = "".join(self.answer).strip()
                 if text:
                     self._write_raw(text.encode() + b"\n")
-            return EXIT_OK
+            return EXIT_FAILED if self.closed_pipe else EXIT_OK
         if done.reason == "cancelled":
             return EXIT_SIGINT
         if self.failure is not None:

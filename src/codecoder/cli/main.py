@@ -27,12 +27,30 @@ def main(argv: list[str] | None = None) -> int:
     if args in (["--version"], ["-V"]):
         from codecoder import __version__
 
-        print(f"codecoder {__version__}")
+        try:
+            print(f"codecoder {__version__}")
+        except BrokenPipeError:
+            _silence_stdout()
         return EXIT_OK
-    from codecoder.cli.commands import build_parser
+    from codecoder.cli.commands import parse
 
-    options = build_parser(args[0] if args else None).parse_args(args)
-    return int(options.func(options))
+    options = parse(args)
+    try:
+        return int(options.func(options))
+    except BrokenPipeError:  # the reader left (`codecoder models | head`): not an error
+        _silence_stdout()
+        return EXIT_OK
+    except KeyboardInterrupt:  # Ctrl+C in a command without a handler of its own
+        return EXIT_SIGINT
+
+
+def _silence_stdout() -> None:
+    """Point fd 1 at /dev/null, so that the exit-time flush cannot fail again."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.close(devnull)
 
 
 def run() -> NoReturn:
@@ -41,19 +59,27 @@ def run() -> NoReturn:
     freeing every module and object one by one: ~50 ms of a 250 ms one-reply `exec`
     (measured with strace: last close → exit_group). So we flush and leave at once,
     unless a non-daemon thread is still running, whose work the normal exit would wait
-    for."""
-    code = main()
+    for. Output into a pipe whose reader has left ends quietly."""
+    try:
+        code = main()
+    except SystemExit as exc:  # argparse: --help, a usage error
+        if not isinstance(exc.code, int | None):
+            raise
+        code = exc.code or EXIT_OK
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:  # None: started with that descriptor closed
+                stream.flush()
+        except BrokenPipeError:  # the reader left before the last of the output
+            if stream is sys.stdout:
+                _silence_stdout()
+        except (OSError, ValueError):  # nothing more can be said
+            code = code or EXIT_FAILED
     threading = sys.modules.get("threading")  # not imported: no thread was started
     if threading is not None:
         current = threading.current_thread()
         if any(t is not current and not t.daemon for t in threading.enumerate()):
             sys.exit(code)
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            if stream is not None:  # None: started with that descriptor closed
-                stream.flush()
-        except (OSError, ValueError):  # a reader that went away: nothing more to say
-            code = code or EXIT_FAILED
     import os
 
     os._exit(code)

@@ -97,12 +97,24 @@ class Check(NamedTuple):
     detail: str
 
 
+MAX_TIMEOUT = 600.0
+
+
 def run_doctor(args: argparse.Namespace) -> int:
+    """Check every provider; exit 1 when a provider in use fails its check (or none is
+    usable at all). In use: the default model's, one with a `[providers.NAME]` table, one
+    whose key is set. The others are listed as `off` when they fail, not as failures."""
+    timeout = float(getattr(args, "timeout", 3.0))
+    if not 0 < timeout <= MAX_TIMEOUT:  # NaN is neither
+        print(
+            f"codecoder doctor: --timeout must be above 0 and at most {MAX_TIMEOUT:g} seconds",
+            file=sys.stderr,
+        )
+        return 2
     loaded = _load(args)
     if loaded is None:
         return 2
     config, providers = loaded
-    timeout = float(getattr(args, "timeout", 3.0))
     results: dict[str, Check] = {}
     threads = [
         threading.Thread(target=_check_into, args=(settings, timeout, results), daemon=True)
@@ -112,25 +124,47 @@ def run_doctor(args: argparse.Namespace) -> int:
         thread.start()
     for thread in threads:
         thread.join()
+    used = _in_use(config, providers)
     for name in providers:
         check = results[name]
-        print(f"{'ok' if check.ok else 'FAIL':<5} {name:<12} {check.detail}")
-    return 0 if _usable(config, results) else 1
+        mark = "ok" if check.ok else "FAIL" if name in used else "off"
+        note = "" if check.ok or name in used else " (not in use)"
+        print(f"{mark:<5} {name:<12} {check.detail}{note}")
+    for name in sorted(used - set(providers)):
+        print(f"{'FAIL':<5} {name:<12} no such provider (the default model names it)")
+    failed = [name for name in used if name not in results or not results[name].ok]
+    if not any(check.ok for check in results.values()):
+        print(
+            "codecoder doctor: no provider is usable: set an API key (e.g. ANTHROPIC_API_KEY) "
+            "or add a [providers.NAME] table to config.toml",
+            file=sys.stderr,
+        )
+        return 1
+    return 1 if failed else 0
 
 
-def _usable(config: Mapping[str, Any], results: Mapping[str, Check]) -> bool:
-    """The default model's provider works; with no default, any provider does."""
-    from codecoder.providers.registry import default_model
+def _in_use(config: Mapping[str, Any], providers: Mapping[str, ProviderSettings]) -> set[str]:
+    """The providers whose failure counts: the default model's, those configured in a
+    `[providers.NAME]` table, and those whose key is set."""
+    from codecoder.providers import registry
 
-    default = default_model(config)
+    used = {
+        name
+        for name, settings in providers.items()
+        if registry.key_status(settings, os.environ) == "set"
+    }
+    used |= set(config.get("providers", {}))
+    default = registry.default_model(config)
     if default:
-        provider = default.partition("/")[0]
-        return provider in results and results[provider].ok
-    return any(check.ok for check in results.values())
+        used.add(default.partition("/")[0])
+    return used
 
 
 def _check_into(settings: ProviderSettings, timeout: float, out: dict[str, Check]) -> None:
-    out[settings.name] = check_provider(settings, timeout, os.environ)
+    try:
+        out[settings.name] = check_provider(settings, timeout, os.environ)
+    except Exception as exc:  # a check's own failure is a failed check, not a traceback
+        out[settings.name] = Check(False, f"the check failed: {exc!r}")
 
 
 def check_provider(settings: ProviderSettings, timeout: float, environ: Mapping[str, str]) -> Check:

@@ -95,26 +95,66 @@ def _table(config: dict[str, Any], key: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def build_provider(options: Any, user_config: dict[str, Any]) -> tuple[ProviderClient, str]:
+SCRIPTED = "scripted"
+"""The model name a session run on `--script` records."""
+
+
+def build_provider(
+    options: Any, user_config: dict[str, Any], session_model: str | None = None
+) -> tuple[ProviderClient, str]:
     """The provider and the model's name: `--script` means the scripted provider;
-    otherwise `--model` or the config's default model through the registry."""
+    otherwise `--model`, else the model a resumed session ran with (`session_model`),
+    else the config's default model, through the registry."""
     if options.script:
         from codecoder.providers.scripted import ScriptedProvider, ScriptError, load_script
 
         if options.model:
             raise WiringError("--script and --model exclude each other")
         try:
-            return ScriptedProvider(load_script(options.script)), "scripted"
+            return ScriptedProvider(load_script(options.script)), SCRIPTED
         except ScriptError as exc:
             raise WiringError(str(exc)) from exc
     from codecoder.kernel.ports import ProviderError
     from codecoder.providers.registry import resolve
 
+    spec = options.model or session_model
+    if spec == SCRIPTED:
+        raise WiringError(
+            "this session ran on a script: give --script FILE, or -m PROVIDER/MODEL "
+            "to go on with a model"
+        )
     try:
-        client = resolve(options.model, user_config)
+        client = resolve(spec, user_config)
     except ProviderError as exc:
-        raise WiringError(exc.message) from exc
+        hint = _model_hint(spec, user_config) if spec else None
+        raise WiringError(exc.message + (f"; did you mean {hint}?" if hint else "")) from exc
     return client, f"{client.provider}/{client.model}"
+
+
+def _model_hint(spec: str, config: dict[str, Any]) -> str | None:
+    """A known `provider/model` close to a spec that names no model or an unknown
+    provider (`gpt-5` → `openai/gpt-5`, `opneai/gpt-5` → `openai/gpt-5`)."""
+    import difflib
+
+    from codecoder.providers.pricing import price_table
+    from codecoder.providers.registry import all_providers, default_model
+
+    try:
+        providers = all_providers(config)
+    except Exception:  # a broken [providers] table has its own message
+        return None
+    known = [s for s in price_table(config) if not s.endswith("/*")]
+    known += [f"{name}/{model}" for name, p in providers.items() for model in p.models]
+    known += [m for m in (default_model(config),) if m]
+    provider, slash, model = spec.strip().partition("/")
+    if not slash:
+        by_model = {k.partition("/")[2]: k for k in reversed(known)}
+        close = difflib.get_close_matches(provider, list(by_model), n=1, cutoff=0.6)
+        return by_model[close[0]] if close else None
+    if provider in providers or not model:
+        return None
+    close = difflib.get_close_matches(provider, list(providers), n=1, cutoff=0.6)
+    return f"{close[0]}/{model}" if close else None
 
 
 def build_agent(options: Any, workspace: Path) -> AgentSetup:
@@ -124,21 +164,22 @@ def build_agent(options: Any, workspace: Path) -> AgentSetup:
     if options.max_rounds < 1:
         raise WiringError("--max-rounds must be at least 1")
     user_config = _user_config()
-    provider, model = build_provider(options, user_config)
-    compactor = _compactor(provider, model, user_config)  # checks config before a session exists
     store = SessionStore()
     try:
         messages: list[Any] = []
         session_id = _pick_session(store, options, workspace)
-        if session_id is not None and options.cwd is None:
-            recorded = Path(store.get(session_id).cwd)  # a resumed session runs where it began
+        info = store.get(session_id) if session_id is not None else None
+        provider, model = build_provider(options, user_config, info.model if info else None)
+        compactor = _compactor(provider, model, user_config)  # config checked before a session
+        if info is not None and options.cwd is None:
+            recorded = Path(info.cwd)  # a resumed session runs where it began
             workspace = recorded if recorded.is_dir() else workspace
         policy = _policy(workspace, options.approval)
         tracer = _tracer(options.trace)
         if session_id is None:
             session_id = store.create(workspace, model)
         log = SessionLog(store, session_id)
-        if options.resume or options.continue_:
+        if info is not None:
             messages = log.resume()
         first_turn = log.info().turns
         next_id = (store.last_message_id(session_id) or 0) + 1
@@ -190,7 +231,7 @@ def _closer(provider: ProviderClient) -> Callable[[], object]:
 def _pick_session(store: Any, options: Any, workspace: Path) -> str | None:
     """The session to continue: `--resume ID`, `--continue` (this workspace's latest),
     or None for a new one."""
-    if options.resume:
+    if options.resume is not None:  # "" too: an id that matches nothing, not a new session
         return store.resolve(options.resume)
     if options.continue_:
         latest = store.latest_for(workspace)
