@@ -18,6 +18,7 @@ only done when a config file exists; difflib is imported only to word an error.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
@@ -207,7 +208,7 @@ def _walk_table(
 ) -> tuple[KeyPath, str] | None:
     if not isinstance(value, dict):
         return path, f"{_name(path)} must be a table (it is {_shown(value)})"
-    fields = {f.encode_name: f for f in msgspec.structs.fields(table)}
+    fields = _fields(table)
     for key, item in value.items():
         field = fields.get(key)
         if field is None:
@@ -219,6 +220,12 @@ def _walk_table(
         if field.required and name not in value:
             return path, f"{_header(path) or 'the file'} needs {name} ({describe(field.type)})"
     return None
+
+
+@functools.cache
+def _fields(table: type[msgspec.Struct]) -> dict[str, msgspec.structs.FieldInfo]:
+    """A table's keys (resolving the annotations is most of a check's cost: done once)."""
+    return {f.encode_name: f for f in msgspec.structs.fields(table)}
 
 
 def _unknown(key: str, value: Any, path: KeyPath, valid: Sequence[str]) -> str:
@@ -248,7 +255,7 @@ def _homes(key: str) -> list[KeyPath]:
     out: list[KeyPath] = []
 
     def visit(table: type[msgspec.Struct], path: KeyPath) -> None:
-        for field in msgspec.structs.fields(table):
+        for field in _fields(table).values():
             inner = _strip_optional(field.type)
             if field.encode_name == key:
                 out.append(path)
