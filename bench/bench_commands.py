@@ -6,9 +6,8 @@
   watchdog start, environment, spawn, reap), in a new interpreter per trial, alternating
   with the watchdog on and off;
 - later commands (`true`), same process, watchdog on and off alternating per command;
-- the watchdog alone: the first `started` (what the command's thread pays: a starter
-  thread is launched), the time until the watchdog runs (`Popen` of /bin/sh on that
-  thread), its close; one command's two registration writes; its memory (VmRSS of sh);
+- the watchdog alone: its start (`Popen` of /bin/sh) and close; one command's two
+  registration writes; its memory (VmRSS of sh);
 - building a command's environment (scrub + git settings) from this process's
   environment, and the walk for the repository top (once per workspace).
 """
@@ -37,12 +36,14 @@ from codecoder.kernel.cancel import CancelToken
 from codecoder.tools.process import ProcessManager
 manager = ProcessManager(watchdog=sys.argv[1] == "on")
 cwd = Path(sys.argv[2])
-started = time.perf_counter()
-outcome = manager.run("true", cwd=cwd, timeout=10, cancel=CancelToken())
-elapsed = time.perf_counter() - started
-assert outcome.returncode == 0, outcome
+times = []
+for command in ("true", "sleep 0.05", "true"):
+    started = time.perf_counter()
+    outcome = manager.run(command, cwd=cwd, timeout=10, cancel=CancelToken())
+    times.append((time.perf_counter() - started) * 1000)
+    assert outcome.returncode == 0, outcome
 manager.close()
-print(json.dumps(elapsed * 1000))
+print(json.dumps(times))
 """
 
 
@@ -58,9 +59,11 @@ def summary(values: list[float], unit: str = "ms") -> str:
     )
 
 
-def bench_first(trials: int, cwd: Path) -> dict[str, list[float]]:
+def bench_first(trials: int, cwd: Path) -> dict[str, list[list[float]]]:
+    """Per mode, per trial, in a fresh interpreter: the first `true` (which starts the
+    watchdog), then `sleep 0.05`, then `true` again."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    results: dict[str, list[float]] = {"on": [], "off": []}
+    results: dict[str, list[list[float]]] = {"on": [], "off": []}
     for trial in range(trials * 2 + 2):
         mode = "on" if trial % 2 == 0 else "off"
         out = subprocess.run(
@@ -94,16 +97,15 @@ def bench_later(runs: int, cwd: Path) -> dict[str, list[float]]:
 
 def bench_watchdog(trials: int) -> dict[str, list[float]]:
     starts: list[float] = []
-    runs: list[float] = []
     closes: list[float] = []
     rss: list[float] = []
     for _ in range(trials):
         watchdog = Watchdog()
-        began = time.perf_counter()
         watchdog.started(4_000_000, "0" * 32)  # a group id no process has
+        began = time.perf_counter()
+        watchdog.start()
         starts.append((time.perf_counter() - began) * 1000)
-        pid = watchdog.wait_started()
-        runs.append((time.perf_counter() - began) * 1000)
+        pid = watchdog.pid
         assert pid is not None
         time.sleep(0.01)
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -114,7 +116,7 @@ def bench_watchdog(trials: int) -> dict[str, list[float]]:
         watchdog.close()
         closes.append((time.perf_counter() - began) * 1000)
     watchdog = Watchdog()
-    watchdog.started(4_000_000, "0" * 32)
+    watchdog.start()
     writes: list[float] = []
     for n in range(1000):
         began = time.perf_counter()
@@ -123,7 +125,7 @@ def bench_watchdog(trials: int) -> dict[str, list[float]]:
         writes.append((time.perf_counter() - began) * 1_000_000)
         time.sleep(0.0005)  # commands take milliseconds: the sh reads at that pace
     watchdog.close()
-    return {"start": starts, "running": runs, "close": closes, "rss": rss, "writes": writes}
+    return {"start": starts, "close": closes, "rss": rss, "writes": writes}
 
 
 def bench_environment(runs: int, workspace: Path) -> dict[str, list[float]]:
@@ -160,12 +162,13 @@ def main() -> None:
         watchdog = bench_watchdog(options.firsts)
         environment = bench_environment(options.runs * 10, deep)
     print(f"environment variables here: {len(os.environ)}")
-    print(f"first command, watchdog on : {summary(first['on'])}")
-    print(f"first command, watchdog off: {summary(first['off'])}")
+    for position, name in enumerate(("first `true`", "then `sleep 0.05`", "then `true`")):
+        for mode in ("on", "off"):
+            times = [trial[position] for trial in first[mode]]
+            print(f"{name:<17}, watchdog {mode:<3}: {summary(times)}")
     print(f"later command, watchdog on : {summary(later['on'])}")
     print(f"later command, watchdog off: {summary(later['off'])}")
-    print(f"first started() call       : {summary(watchdog['start'])}")
-    print(f"  until the watchdog runs  : {summary(watchdog['running'])}")
+    print(f"watchdog start (Popen sh)  : {summary(watchdog['start'])}")
     print(f"watchdog close (EOF, exit) : {summary(watchdog['close'])}")
     print(f"watchdog RSS               : {summary(watchdog['rss'], 'MB')}")
     print(f"two registration writes    : {summary(watchdog['writes'], 'µs')}")

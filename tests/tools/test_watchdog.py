@@ -79,7 +79,8 @@ def test_registered_groups_and_their_escapees_die_when_the_pipe_closes(
     groups += [doomed, finished]
     watchdog.started(doomed.proc.pid, doomed.marker)
     watchdog.started(finished.proc.pid, finished.marker)
-    assert watchdog.wait_started() is not None
+    watchdog.start()
+    assert watchdog.pid is not None
     watchdog.ended(finished.proc.pid)
     assert all(alive(pid) for pid in doomed.pids + finished.pids)
     watchdog.close()  # what our death does to the pipe
@@ -92,8 +93,9 @@ def test_nothing_registered_means_a_quiet_exit(tmp_path: Path, groups: list[Grou
     bystander = Group(tmp_path, "c" * 32)
     groups.append(bystander)
     watchdog.started(4_000_000, "d" * 32)  # a group id no process has
+    watchdog.start()
     watchdog.ended(4_000_000)
-    pid = watchdog.wait_started()
+    pid = watchdog.pid
     assert pid is not None and alive(pid)
     watchdog.close()
     assert not alive(pid)  # gone and reaped
@@ -107,26 +109,29 @@ def test_a_killed_watchdog_is_replaced_and_told_everything(
     first = Group(tmp_path, "e" * 32)
     groups.append(first)
     watchdog.started(first.proc.pid, first.marker)
-    old = watchdog.wait_started()
+    watchdog.start()
+    old = watchdog.pid
     assert old is not None
     os.kill(old, signal.SIGKILL)
     time.sleep(0.1)
     second = Group(tmp_path, "f" * 32)
     groups.append(second)
     watchdog.started(second.proc.pid, second.marker)  # finds the pipe broken: a new one
-    assert watchdog.wait_started() not in (None, old)
+    assert watchdog.pid not in (None, old)
     watchdog.close()
     assert first.gone() and second.gone()
 
 
-def test_groups_that_start_while_it_starts_are_told_to_it(
+def test_groups_registered_before_it_starts_are_told_to_it(
     tmp_path: Path, groups: list[Group]
 ) -> None:
     watchdog = Watchdog()
     early = [Group(tmp_path, f"{n}" * 32) for n in range(1, 4)]
     groups += early
-    for group in early:  # the first call starts it; the next come before it runs
+    for group in early[:2]:  # registered before it runs: told to it once it does
         watchdog.started(group.proc.pid, group.marker)
+    watchdog.start()
+    watchdog.started(early[2].proc.pid, early[2].marker)
     watchdog.ended(early[2].proc.pid)
     watchdog.close()
     assert early[0].gone() and early[1].gone()
@@ -136,6 +141,7 @@ def test_groups_that_start_while_it_starts_are_told_to_it(
 def test_a_watchdog_that_cannot_start_leaves_commands_alone(tmp_path: Path) -> None:
     watchdog = Watchdog(shell=str(tmp_path / "no-such-shell"))
     watchdog.started(4_000_001, "0" * 32)
-    assert watchdog.wait_started() is None
+    watchdog.start()
+    assert watchdog.pid is None
     watchdog.ended(4_000_001)
     watchdog.close()

@@ -475,10 +475,11 @@ class ProcessManager:
         env[MARKER_VAR] = marker
         # Under the lock so that reap_orphans never sees a child that is not yet live.
         with self._lock:
-            if self.use_watchdog and self.watchdog is None:
+            if self.use_watchdog and self.watchdog is None:  # up before the first command
                 from codecoder.tools.watchdog import Watchdog
 
                 self.watchdog = Watchdog()
+                self.watchdog.start()
             proc = subprocess.Popen(
                 [self.shell, "-c", command],
                 stdin=subprocess.DEVNULL,

@@ -4,8 +4,8 @@ crash in C): a watchdog process kills what they left running.
 While the agent lives, ProcessManager kills every command's tree itself: on cancel, on
 timeout, at the end of each command. An agent that dies without running any code cannot,
 and its commands' process groups are reparented to init and run on. So each
-ProcessManager starts, with its first command, one small `/bin/sh` that reads lines from a
-pipe whose only write end the agent holds:
+ProcessManager starts, right before its first command, one small `/bin/sh` that reads
+lines from a pipe whose only write end the agent holds:
 
     + PGID MARKER     a command started: its process group and its CODECODER_CALL marker
     - PGID MARKER     that command's tree is dead (sent before the shell is reaped, so the
@@ -24,17 +24,17 @@ forked the child exits, and our commands are forked by tool threads that end; it
 shell, not the processes the shell started in its group or outside it. A long-lived
 spawning thread would fix the first point only. The watchdog covers the whole tree.
 
-What it costs (bench/bench_commands.py, docs/benchmarks.md): the first command launches a
-thread that starts the `sh` (~2 ms until it runs, under load), so the command itself does
-not wait for it, about 1 ms on the first command's wall time in all; a command that
-starts before the watchdog runs is told to it as soon as it does. Then ~1.7 MB of memory
-and two small pipe writes per command (~20 µs); nothing at start-up, nothing for a run
-without commands.
+What it costs (bench/bench_commands.py, docs/benchmarks.md): nothing at start-up and
+nothing for a run without commands. The first command waits for the `sh` to be spawned
+(about 0.4 ms on a quiet machine, 1-3 ms under load, where the extra process competes
+for the CPU; starting it on a thread of its own, or after the command's own spawn, cost
+the same and left the command unguarded meanwhile, and starting it 10 ms into the first
+command left a window that a test SIGKILL found at once). Then about 1.7 MB of memory
+and two pipe writes per command (~20 µs).
 
-Known limits: a command started in the microseconds between its fork and its
-registration (or the first milliseconds, before the watchdog runs), and a process that
-dropped its marker (`env -i`) after leaving the group, escape, as they escape the live
-tree kill (see process.py).
+Known limits: a command in the microseconds between its fork and its registration, and
+a process that dropped its marker (`env -i`) after leaving the group, are not guarded;
+the latter escapes the live tree kill too (see process.py).
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ class _Child:
 
 class Watchdog:
     """Tells a watchdog process which command groups are running (see the module
-    docstring). Thread-safe; started on the first `started`, stopped by `close`."""
+    docstring). Thread-safe; the process runs from `start` to `close`."""
 
     def __init__(self, shell: str = SHELL) -> None:
         self.shell = shell
@@ -106,7 +106,6 @@ class Watchdog:
         self._running: dict[int, str] = {}
         self._child: _Child | None = None
         self._finalizer: Callable[[], object] | None = None  # a weakref.finalize
-        self._starter: threading.Thread | None = None
         self._restarts = 0
         self._failed = False
         self._closed = False
@@ -116,16 +115,19 @@ class Watchdog:
         with self._lock:
             return self._child.proc.pid if self._child is not None else None
 
+    def start(self) -> None:
+        """Start the watchdog process unless it runs; it is told of every group
+        registered so far. Where it cannot start, commands run unguarded."""
+        with self._lock:
+            if self._child is None:
+                self._start()
+
     def started(self, pgid: int, marker: str) -> None:
-        """A command's group `pgid` is running (its processes carry `marker`). The first
-        call starts the watchdog on a thread of its own, so that the command does not
-        wait for it; the new watchdog is told of every group running by then."""
+        """A command's group `pgid` is running (its processes carry `marker`)."""
         with self._lock:
             self._running[pgid] = marker
             if self._child is not None:
                 self._send(f"+ {pgid} {marker}\n")
-            else:
-                self._start_soon()
 
     def ended(self, pgid: int) -> None:
         """The command's tree is dead; its group id may be reused once it is reaped."""
@@ -134,56 +136,20 @@ class Watchdog:
             if marker is not None and self._child is not None:
                 self._send(f"- {pgid} {marker}\n")
 
-    def wait_started(self) -> int | None:
-        """The watchdog's pid once it runs (None: it could not start, or never was)."""
-        with self._lock:
-            starter = self._starter
-        if starter is not None:
-            starter.join()
-        return self.pid
-
     def close(self) -> None:
         """Stop the watchdog. Groups still registered are killed by it: closing means no
         command of ours runs on."""
         with self._lock:
             self._closed = True
-            starter = self._starter
-        if starter is not None:
-            starter.join()
-        with self._lock:
             if self._finalizer is not None:
                 self._finalizer()
             self._child = None
 
-    # --- internals -------------------------------------------------------------------
-
-    def _start_soon(self) -> None:
-        """Under the lock: have a starter thread start a watchdog, unless one is at it."""
-        if self._starter is None and not self._failed and not self._closed:
-            self._starter = threading.Thread(target=self._start, name="watchdog-start")
-            self._starter.start()
+    # --- internals (under the lock) ----------------------------------------------------
 
     def _start(self) -> None:
-        """On the starter thread: spawn the watchdog, then tell it what runs."""
-        child: _Child | None = None
-        try:
-            child = self._spawn()
-        finally:
-            with self._lock:
-                self._starter = None
-                if child is None:
-                    self._failed = True  # no watchdog: commands still run, unguarded
-                else:
-                    import weakref  # here, not at start-up: ~0.5 ms a run without commands saves
-
-                    self._child = child
-                    self._finalizer = weakref.finalize(self, child.close)
-                    running = self._running.items()
-                    lines = "".join(f"+ {pgid} {marker}\n" for pgid, marker in running)
-                    if lines:
-                        self._send(lines)
-
-    def _spawn(self) -> _Child | None:
+        if self._failed or self._closed:
+            return
         read_end, write_end = os.pipe()
         try:
             proc = subprocess.Popen(
@@ -198,14 +164,21 @@ class Watchdog:
             )
         except OSError:
             os.close(write_end)
-            return None
+            self._failed = True
+            return
         finally:
             os.close(read_end)
-        return _Child(proc, write_end)
+        import weakref  # here, not at start-up
+
+        self._child = _Child(proc, write_end)
+        self._finalizer = weakref.finalize(self, self._child.close)
+        lines = "".join(f"+ {pgid} {marker}\n" for pgid, marker in self._running.items())
+        if lines:
+            self._send(lines)
 
     def _send(self, lines: str) -> None:
-        """Under the lock. A watchdog that died (someone killed it) is replaced by a new
-        one, which is told of every running group."""
+        """A watchdog that died (someone killed it) is replaced by a new one, told of
+        every running group; one that dies again and again is given up."""
         assert self._child is not None
         data = lines.encode()
         try:
@@ -216,5 +189,5 @@ class Watchdog:
                 self._finalizer()
             self._child = None
             self._restarts += 1
-            self._failed = self._restarts > MAX_RESTARTS  # one that dies at once: give up
-            self._start_soon()
+            self._failed = self._restarts > MAX_RESTARTS
+            self._start()
