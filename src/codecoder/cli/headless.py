@@ -2,7 +2,10 @@
 
 The main thread only reads events and writes output; the SIGINT handler only flips the
 turn's token (a KeyboardInterrupt could cut a JSON line in half). A second SIGINT kills
-every running command group and leaves at once with 130.
+every running command group and leaves at once with 130. SIGTERM and SIGHUP (the
+terminal closed, the SSH connection dropped) cancel the turn like a first SIGINT, so
+the running command's tree is killed, and exit 143 and 129; after a SIGHUP, output that
+went to the terminal goes nowhere.
 """
 
 from __future__ import annotations
@@ -18,7 +21,14 @@ from queue import SimpleQueue
 from types import FrameType
 from typing import IO, TYPE_CHECKING, Any
 
-from codecoder.cli.main import EXIT_FAILED, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM, EXIT_USAGE
+from codecoder.cli.main import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_SIGHUP,
+    EXIT_SIGINT,
+    EXIT_SIGTERM,
+    EXIT_USAGE,
+)
 from codecoder.kernel import codec
 from codecoder.kernel.events import (
     AgentEvent,
@@ -108,6 +118,7 @@ class _Runner:
         self.handle: AgentHandle | None = None
         self.failure: Error | None = None
         self.closed_pipe = False
+        self.terminals = [fd for fd in (1, 2) if os.isatty(fd)]  # asked before any hangup
         self.answer: list[str] = []
         self.replies: StdinReplies | None = None
         if stdin_replies:
@@ -201,7 +212,7 @@ class _Runner:
             if data:
                 self.out.write(data)
             self.out.flush()
-        except BrokenPipeError:
+        except OSError:  # a closed pipe; EIO from a terminal that hung up
             self.closed_pipe = True
             _silence_stdout()
             if self.handle is not None:
@@ -232,11 +243,21 @@ class _Runner:
         self._flush()
 
     def _on_signal(self, signum: int) -> None:
-        """On the watcher thread: the first SIGINT or a SIGTERM cancels the turn."""
+        """On the watcher thread: the first SIGINT, a SIGTERM or a SIGHUP cancels the turn."""
+        if signum == signal.SIGHUP:
+            _silence(self.terminals)  # the terminal is gone: writing to it would fail
         if self.signal_exit is None:
-            self.signal_exit = EXIT_SIGTERM if signum == signal.SIGTERM else EXIT_SIGINT
+            self.signal_exit = _SIGNAL_EXITS[signum]
         if self.handle is not None:
-            self.handle.cancel()
+            with contextlib.suppress(AgentClosed):  # the run has just ended
+                self.handle.cancel()
+
+
+_SIGNAL_EXITS: dict[int, int] = {
+    signal.SIGINT: EXIT_SIGINT,
+    signal.SIGTERM: EXIT_SIGTERM,
+    signal.SIGHUP: EXIT_SIGHUP,
+}
 
 
 class _SignalWatcher:
@@ -253,8 +274,8 @@ class _SignalWatcher:
         self._thread = threading.Thread(target=self._run, name="signals", daemon=True)
         self._thread.start()
         self._previous = {
-            signal.SIGINT: signal.signal(signal.SIGINT, self._handler),
-            signal.SIGTERM: signal.signal(signal.SIGTERM, self._handler),
+            signum: signal.signal(signum, self._handler)
+            for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
         }
 
     def _handler(self, signum: int, frame: FrameType | None) -> None:
@@ -274,6 +295,14 @@ class _SignalWatcher:
             signal.signal(signum, handler)
         self._queue.put(None)
         self._thread.join()
+
+
+def _silence(fds: list[int]) -> None:
+    """Point each of `fds` at /dev/null."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for fd in fds:
+        os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 def _silence_stdout() -> None:
@@ -314,4 +343,5 @@ def _brief(args: dict[str, Any]) -> str:
 
 
 def _progress(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    with contextlib.suppress(OSError):  # a terminal that hung up: the run goes on
+        print(line, file=sys.stderr, flush=True)

@@ -5,15 +5,23 @@ ProcessMessage, events are rendered as they arrive, questions (ConfirmRequest, A
 are put to the user and answered through their oneshot. Ctrl+C cancels the running turn;
 at the prompt it clears the line, and a second one (or Ctrl+D, or /exit) leaves.
 Commands: /compact, /exit. The richer terminal client will replace the input side.
+
+SIGHUP (the terminal closed, the SSH connection dropped) ends the session: the running
+turn is cancelled, so its command's tree is killed, and the exit code is 129. Left to
+its default, the signal would end the process at once and leave the command running.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import sys
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
-from codecoder.cli.main import EXIT_OK, EXIT_USAGE
+from codecoder.cli.main import EXIT_OK, EXIT_SIGHUP, EXIT_USAGE
 from codecoder.cli.render import Renderer
 from codecoder.kernel.events import (
     AgentEvent,
@@ -27,7 +35,7 @@ from codecoder.kernel.events import (
     Subagent,
     Usage,
 )
-from codecoder.kernel.handle import AgentHandle
+from codecoder.kernel.handle import AgentClosed, AgentHandle
 
 _ANSWERS: dict[str, Decision] = {
     "y": "allow_once",
@@ -56,15 +64,41 @@ def run_repl(options: Any) -> int:
         print(f"codecoder: {exc}", file=sys.stderr)
         return EXIT_USAGE
     renderer = Renderer()
+    terminals = [fd for fd in (1, 2) if os.isatty(fd)]
+    previous = signal.signal(signal.SIGHUP, _hang_up)
     handle = setup.loop.start()
+    code = EXIT_OK
     try:
         renderer.line(f"CodeCoder · session {setup.session_id[:8]} · {setup.loop.workspace}", "dim")
         renderer.line("Ctrl+C stops a turn · /compact · /exit or Ctrl+D to leave", "dim")
         _Session(handle, renderer, setup).run()
+    except _HangUp:
+        code = EXIT_SIGHUP
+        _silence(terminals)  # the terminal is gone: writing to it would fail
+        with contextlib.suppress(AgentClosed):
+            handle.cancel()  # the command's tree is killed before the shutdown returns
     finally:
         handle.shutdown()
         setup.close()
-    return EXIT_OK
+        signal.signal(signal.SIGHUP, previous)
+    return code
+
+
+class _HangUp(BaseException):
+    """SIGHUP, raised on the main thread wherever it waits (like KeyboardInterrupt), so
+    that a prompt blocked on a terminal that no longer answers gives way too."""
+
+
+def _hang_up(signum: int, frame: FrameType | None) -> None:
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # once: the way out is not cut short
+    raise _HangUp
+
+
+def _silence(fds: list[int]) -> None:
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for fd in fds:
+        os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 class _Session:
