@@ -20,6 +20,7 @@ from codecoder.kernel.ports import PermissionPolicy, ProviderClient, Tool
 from codecoder.kernel.trace import Tracer
 from codecoder.permissions.chain import RulePolicy
 from codecoder.permissions.modes import ApprovalMode, filter_tools
+from codecoder.tools.environment import ChildEnvironment
 from codecoder.tools.process import ProcessManager
 
 if TYPE_CHECKING:
@@ -186,7 +187,7 @@ def build_agent(options: Any, workspace: Path) -> AgentSetup:
     except (SessionError, WiringError) as exc:
         store.close()
         raise WiringError(str(exc)) from exc
-    manager = ProcessManager()
+    manager = ProcessManager(environment=_child_environment(user_config))
     tools = default_tools(workspace, provider, manager, user_config, policy)
     loop = AgentLoop(
         provider,
@@ -209,7 +210,7 @@ def build_agent(options: Any, workspace: Path) -> AgentSetup:
         tracer=tracer,
         first_turn=first_turn,
         log=log,
-        closers=[_closer(provider), store.close, compactor.close],
+        closers=[_closer(provider), store.close, compactor.close, manager.close],
         policy=policy,
     )
 
@@ -267,9 +268,35 @@ def _user_config() -> dict[str, Any]:
         raise WiringError(str(exc)) from exc
 
 
+def _child_environment(user_config: dict[str, Any]) -> ChildEnvironment:
+    """What commands see (docs/permissions.md): `[shell] env_keep / env_drop` of the
+    user's config (never the project's), and the key variables of every configured
+    provider scrubbed, looked up at the first command."""
+    keep: tuple[str, ...] = ()
+    drop: tuple[str, ...] = ()
+    if user_config:  # config_schema is loaded once a config file was read
+        from codecoder.config_schema import shell_settings
+
+        shell = shell_settings(user_config)
+        keep, drop = shell.env_keep, shell.env_drop
+
+    def key_names() -> set[str]:
+        from codecoder.kernel.ports import ProviderError
+        from codecoder.providers.registry import all_providers
+
+        try:
+            providers = all_providers(user_config).values()
+        except ProviderError:  # a broken [providers] table: the name rule still applies
+            return set()
+        return {n for p in providers for n in (p.api_key_env, p.auth_token_env) if n}
+
+    return ChildEnvironment(keep=keep, drop=drop, secret_names=key_names)
+
+
 def demo_agent(provider: ProviderClient, workspace: Path) -> AgentSetup:
     manager = ProcessManager()
     policy = _policy(workspace, "full-auto")
     tools = default_tools(workspace, provider, manager, {}, policy)
     loop = AgentLoop(provider, tools, workspace, policy=policy, prompt=PromptBuilder(workspace))
-    return AgentSetup(loop=loop, session_id=os.urandom(8).hex(), manager=manager)
+    session = os.urandom(8).hex()
+    return AgentSetup(loop=loop, session_id=session, manager=manager, closers=[manager.close])
