@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 import itertools
+import subprocess
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from codecoder import paths
+from codecoder.kernel.events import AgentEvent, ConfirmReply, ConfirmRequest, Done
+from codecoder.kernel.loop import AgentLoop
 from codecoder.kernel.messages import ToolCall
 from codecoder.kernel.ports import Risk, Tool
+from codecoder.permissions import RulePolicy
+from codecoder.permissions.modes import ApprovalMode
 from codecoder.permissions.tomlfile import toml_string
+from codecoder.providers.scripted import ScriptedProvider
 from codecoder.tools.ask import AskUserTool
 from codecoder.tools.files import EditFile, ListDir, ReadFile, WriteFile
 from codecoder.tools.process import ProcessManager
 from codecoder.tools.search import Glob, Grep
 from codecoder.tools.shell import RunCommand
+from tests.invariants import check_history, check_turn
 
 _ids = itertools.count(1)
 
@@ -76,3 +83,66 @@ def write_project_rules(workspace: Path, table: dict[str, list[str]], local: boo
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(toml_table("permissions", table))
     return path
+
+
+RULES = {"allow": ["run_command(git status)", "run_command(echo:*)"]}
+"""The user rules of the adversarial world."""
+SECRET = "ssh-rsa AAAA-very-secret"
+
+
+class World(NamedTuple):
+    """The places a case may touch: the workspace, a folder outside it, the home."""
+
+    ws: Path
+    out: Path
+    home: Path
+
+
+def make_world(tmp_path: Path, home: Path) -> World:
+    """A git workspace with a link out of it and a key in it pointing at a secret, a
+    folder outside it, and a home with something to lose."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    (ws / "README.md").write_text("hello\n")
+    out = tmp_path / "outside"
+    out.mkdir()
+    (out / "existing.txt").write_text("original\n")
+    (out / "script.sh").write_text(f"touch {out}/curl-ran\n")
+    (ws / "link").symlink_to(out)
+    (home / "x").mkdir()
+    (home / "x" / "keep.txt").write_text("keep\n")
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_rsa").write_text(SECRET)
+    (ws / "key").symlink_to(home / ".ssh" / "id_rsa")
+    write_user_rules(RULES)
+    return World(ws, out, home)
+
+
+def drive(
+    world: World, mode: ApprovalMode, name: str, args: dict[str, Any], answer: str = "deny"
+) -> list[AgentEvent]:
+    """One turn through the real kernel, policy and tools: the model makes the call,
+    then finishes; every question gets `answer`."""
+    replies = [[{"type": "tool_call", "name": name, "args": args}], ["finished"]]
+    policy = RulePolicy.load(world.ws, mode)
+    loop = AgentLoop(
+        ScriptedProvider.from_replies(replies), list(tools().values()), world.ws, policy=policy
+    )
+    handle = loop.start()
+    events: list[AgentEvent] = []
+    try:
+        handle.send("go")
+        while True:
+            event = handle.next_event(20)
+            assert event is not None, "the turn did not finish"
+            events.append(event)
+            if isinstance(event, ConfirmRequest):
+                assert event.reply.send(ConfirmReply(answer, "not this")) is True  # type: ignore[arg-type]
+            if isinstance(event, Done):
+                break
+    finally:
+        handle.shutdown()
+    check_turn(events)
+    check_history(loop.messages)
+    return events

@@ -11,7 +11,6 @@ show that the harness does run what is allowed and would see the effects.
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -34,66 +33,7 @@ from codecoder.permissions.shell import MAX_COMMAND_CHARS
 from codecoder.providers.scripted import ScriptedProvider
 from tests.invariants import check_history, check_turn
 
-from .helpers import tools, write_user_rules
-
-RULES = {"allow": ["run_command(git status)", "run_command(echo:*)"]}
-SECRET = "ssh-rsa AAAA-very-secret"
-
-
-class World(NamedTuple):
-    """The places a case may touch: the workspace, a folder outside it, the home."""
-
-    ws: Path
-    out: Path
-    home: Path
-
-
-@pytest.fixture
-def world(tmp_path: Path, isolated_home: Path) -> World:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    subprocess.run(["git", "init", "-q", str(ws)], check=True)
-    (ws / "README.md").write_text("hello\n")
-    out = tmp_path / "outside"
-    out.mkdir()
-    (out / "existing.txt").write_text("original\n")
-    (out / "script.sh").write_text(f"touch {out}/curl-ran\n")
-    (ws / "link").symlink_to(out)
-    (isolated_home / "x").mkdir()
-    (isolated_home / "x" / "keep.txt").write_text("keep\n")
-    (isolated_home / ".ssh").mkdir()
-    (isolated_home / ".ssh" / "id_rsa").write_text(SECRET)
-    (ws / "key").symlink_to(isolated_home / ".ssh" / "id_rsa")
-    write_user_rules(RULES)
-    return World(ws, out, isolated_home)
-
-
-def drive(
-    world: World, mode: ApprovalMode, name: str, args: dict[str, Any], answer: str = "deny"
-) -> list[AgentEvent]:
-    """One turn: the model makes the call, then finishes; every question gets `answer`."""
-    replies = [[{"type": "tool_call", "name": name, "args": args}], ["finished"]]
-    policy = RulePolicy.load(world.ws, mode)
-    loop = AgentLoop(
-        ScriptedProvider.from_replies(replies), list(tools().values()), world.ws, policy=policy
-    )
-    handle = loop.start()
-    events: list[AgentEvent] = []
-    try:
-        handle.send("go")
-        while True:
-            event = handle.next_event(20)
-            assert event is not None, "the turn did not finish"
-            events.append(event)
-            if isinstance(event, ConfirmRequest):
-                assert event.reply.send(ConfirmReply(answer, "not this")) is True  # type: ignore[arg-type]
-            if isinstance(event, Done):
-                break
-    finally:
-        handle.shutdown()
-    check_turn(events)
-    check_history(loop.messages)
-    return events
+from .helpers import SECRET, World, drive, tools
 
 
 class Attack(NamedTuple):

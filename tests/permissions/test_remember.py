@@ -88,15 +88,15 @@ def test_remember_project_creates_the_local_file_and_a_trusted_reload_applies_it
 ) -> None:
     trust(tmp_path)
     policy = RulePolicy.load(tmp_path)
-    tool, request = run("git status && npm run build > out.log")
+    tool, request = run("git commit -m x && npm run build > out.log")
     policy.remember(tool, request, "project")
     written = tomllib.loads(local_file(tmp_path).read_text())
     assert sorted(written["permissions"]["allow"]) == [
-        "run_command(git status)",
+        "run_command(git commit -m x)",
         "run_command(npm run build)",
         "write_file(out.log)",
     ]
-    assert policy.decide(*run("npm run build > out.log; git status")).verdict == "allow"
+    assert policy.decide(*run("npm run build > out.log; git commit -m x")).verdict == "allow"
     fresh = RulePolicy.load(tmp_path)
     assert fresh.decide(*run("npm run build > out.log; git status")).verdict == "allow"
     assert fresh.decide(*run("npm run build > other.log")).verdict == "ask"

@@ -8,8 +8,13 @@ from codecoder.permissions.shell import MAX_COMMAND_CHARS, ShellParse, parse_com
 
 
 def argvs(parsed: ShellParse) -> list[list[str]]:
-    """Each command as words; a word the shell expands at run time is marked with `*`."""
-    return [[w.text + ("*" if w.expands else "") for w in cmd.words] for cmd in parsed.commands]
+    """Each command the parser read (not a best-effort guess) as words; a word the shell
+    expands at run time is marked with `*`."""
+    return [
+        [w.text + ("*" if w.expands else "") for w in cmd.words]
+        for cmd in parsed.commands
+        if not cmd.guessed
+    ]
 
 
 def targets(parsed: ShellParse) -> list[tuple[str, str, bool]]:
@@ -41,7 +46,7 @@ def targets(parsed: ShellParse) -> list[tuple[str, str, bool]]:
         ("export A=$(id) B", [["id"], ["export", "A=$(id)*", "B"]]),
         ("unset X", [["unset", "X"]]),
         ("[ -f x ] && echo y", [["echo", "y"]]),
-        ("[[ $x -eq 1 ]]", [["[[", "[[ $x -eq 1 ]]*"]]),
+        ("[[ $x -eq 1 ]]", []),
         ("bash -c 'rm -rf x; ls'", [["bash", "-c", "rm -rf x; ls"], ["rm", "-rf", "x"], ["ls"]]),
         ('sh -ec "a && b"', [["sh", "-ec", "a && b"], ["a"], ["b"]]),
         ("eval 'a; b'", [["eval", "a; b"], ["a"], ["b"]]),

@@ -1,13 +1,18 @@
 """What a tool call touches, split into the parts the chain judges one by one.
 
-A run_command call becomes one CommandPart per simple command (nested ones included)
-and one FilePart per redirection (a write_file or read_file check on its target); a file
-tool call becomes a FilePart per path argument; a web tool a UrlPart; anything that
-cannot be checked becomes a Hazard, which is asked about and never allowed.
+A run_command call becomes one CommandPart per simple command (nested and carried ones
+included) and one FilePart per redirection or carried write (a write_file or read_file
+check on its target); a command on the built-in read-only list also gets a read_file
+part per file it reads, so that reading outside the workspace asks and `read(…)` rules
+apply to it. A file tool call becomes a FilePart per path argument; a web tool a
+UrlPart; anything that cannot be checked becomes a Hazard, which is asked about and
+never allowed.
 """
 
 from __future__ import annotations
 
+import glob
+import itertools
 import os
 import re
 from collections.abc import Sequence
@@ -19,9 +24,16 @@ import msgspec
 
 from codecoder.kernel.messages import ToolCall
 from codecoder.kernel.ports import Risk, Tool
-from codecoder.permissions.paths import Place, place, protected_reason
+from codecoder.permissions.paths import Place, git_dir_shaped, place, protected_reason
+from codecoder.permissions.readonly import read_only
 from codecoder.permissions.rules import COMMAND_TOOL, EDIT_FAMILY, READ_FAMILY
-from codecoder.permissions.shell import Redirect, SimpleCommand, odd_character, parse_command
+from codecoder.permissions.shell import (
+    Redirect,
+    ShellParse,
+    SimpleCommand,
+    odd_character,
+    parse_command,
+)
 from codecoder.permissions.words import Word
 
 WRITE_TOOL = "write_file"
@@ -36,6 +48,11 @@ GLOB_PATTERN_KEY = "pattern"
 are a path the call reads too."""
 _GLOB_SYNTAX = re.compile(r"[*?\[{]")
 _TILDE_ONLY = re.compile(r"~(/[^$`*?\[{]*)?")
+_RUN_TIME = re.compile(r"[$`()]|\{[^{}]*(,|\.\.)[^{}]*\}")
+"""Variables, substitutions, `$'…'`, extended globs and brace expansion."""
+_TILDE_AFTER = re.compile(r"[=:]~")
+_QUOTING = re.compile(r"\\(.)|['\"]")
+GLOB = re.compile(r"[*?\[]")
 
 
 class CommandPart(msgspec.Struct, frozen=True):
@@ -49,6 +66,9 @@ class CommandPart(msgspec.Struct, frozen=True):
     """The line may make `*` match dot-files such as `.git` (shell.ShellParse)."""
     uses_cdpath: bool = False
     """`cd NAME` may go to a NAME found through CDPATH rather than below the cwd."""
+    read_only: bool = False
+    """On the built-in read-only list (programs.read_only); what it reads are parts of
+    their own."""
 
 
 class FilePart(msgspec.Struct, frozen=True):
@@ -162,14 +182,93 @@ def command_parts(args: dict[str, Any], scope: Scope) -> list[Part]:
         return [Hazard(COMMAND_TOOL, f"its cwd {cwd_arg!r} is outside the workspace")]
     parsed = parse_command(command)
     parts: list[Part] = [Hazard(COMMAND_TOOL, f"`{_short(command)}`: {p}") for p in parsed.problems]
+    shaped = git_dir_shaped(cwd, scope.roots)
+    if shaped is not None:
+        parts.append(
+            Hazard(COMMAND_TOOL, f"it runs in {shaped}, a folder shaped like a git directory")
+        )
     moves = parsed.changes_directory
-    dotfiles = parsed.globs_dotfiles
-    cdpath = parsed.uses_cdpath or bool(os.environ.get("CDPATH"))
-    parts.extend(
-        CommandPart(cmd, cwd, moves, COMMAND_TOOL, dotfiles, cdpath) for cmd in parsed.commands
-    )
+    first_move = next((c for c in parsed.commands if _moves(c)), None) if moves else None
+    for cmd in parsed.commands:
+        relative_ok = not moves or (cmd is first_move and not parsed.uses_cdpath)
+        reads = _read_parts(cmd, parsed.globs_dotfiles, relative_ok, cwd, scope)
+        parts.append(
+            CommandPart(
+                cmd,
+                cwd,
+                moves,
+                COMMAND_TOOL,
+                parsed.globs_dotfiles,
+                parsed.uses_cdpath or bool(os.environ.get("CDPATH")),
+                read_only=reads is not None,
+            )
+        )
+        parts.extend(reads or ())
     parts.extend(_redirect_part(r, cwd, moves, scope) for r in parsed.redirects)
     return parts
+
+
+def _read_parts(
+    cmd: SimpleCommand, dotfiles: bool, relative_ok: bool, cwd: Path, scope: Scope
+) -> list[Part] | None:
+    """The read_file parts of a command on the read-only list; None when it is not a
+    plain read: not on the list, a `NAME=value` prefix, or a file it reads that cannot
+    be told before it runs (a variable, a glob that may leave the workspace, a relative
+    path after a `cd` other than the line's first: `relative_ok` False)."""
+    if cmd.guessed or cmd.assignments:
+        return None
+    found = read_only(cmd.argv)
+    if found is None:
+        return None
+    parts: list[Part] = []
+    for word in found.paths:
+        paths = readable_paths(word, cwd, dotfiles=dotfiles)
+        if paths is None or (not relative_ok and not all(p.startswith("/") for p in paths)):
+            return None
+        parts.extend(file_part(READ_TOOL, "read", raw, cwd, scope, by_tool=False) for raw in paths)
+    return parts
+
+
+def _moves(cmd: SimpleCommand) -> bool:
+    return ShellParse(source="", commands=(cmd,)).changes_directory
+
+
+MAX_GLOB_MATCHES = 1000
+"""A read-only command whose glob matches more files than this is asked about."""
+
+
+def readable_paths(word: Word, cwd: Path, *, dotfiles: bool) -> list[str] | None:
+    """The paths a read-only command's word names, as places to check: the word itself
+    (`~` expanded), or for a glob what it matches now and the folder it starts from (a
+    read-only line creates no file, so the matches are those it will read; a link among
+    them is judged by where it points). None when the value is only known at run time,
+    or the glob could reach a dot-folder or `..`."""
+    raw = expand_tilde(word)
+    if raw is not None:
+        return [raw]
+    pattern = glob_pattern(word.text)
+    if pattern is None or not GLOB.search(pattern):
+        return None
+    pieces = pattern.split("/")
+    first = next(i for i, piece in enumerate(pieces) if GLOB.search(piece))
+    if dotfiles or any(piece.startswith(".") for piece in pieces[first:]):
+        return None
+    root = "/".join(pieces[:first]) or ("/" if pattern.startswith("/") else ".")
+    matches = list(itertools.islice(glob.iglob(pattern, root_dir=cwd), MAX_GLOB_MATCHES + 1))
+    return None if len(matches) > MAX_GLOB_MATCHES else [root, *matches]
+
+
+def glob_pattern(text: str) -> str | None:
+    """The glob an expanding word stands for, unquoted (quoted glob characters count as
+    glob characters, which only widens it); None when it expands in any other way."""
+    if _RUN_TIME.search(text) or _TILDE_AFTER.search(text):
+        return None
+    if text.startswith("~"):
+        head, slash, tail = text.partition("/")
+        if head != "~":
+            return None  # ~user, ~+, ~-
+        text = f"{Path.home()}{slash}{tail}"
+    return _QUOTING.sub(lambda found: found.group(1) or "", text)
 
 
 def _command_cwd(cwd_arg: str | None, scope: Scope) -> Path | None:

@@ -10,11 +10,12 @@ For each part of a call (calls.py):
 5. project rules (`.codecoder/config.toml` + `config.local.toml`, trusted folders only),
    then user rules (`$XDG_CONFIG_HOME/codecoder/config.toml`): the first level with a
    matching ask or allow rule decides (ask before allow within a level);
-6. built-in defaults by risk, shaped by the approval mode.
+6. built-in defaults by risk, shaped by the approval mode; a command on the built-in
+   read-only list (programs.py) is allowed in every mode.
 
 The call's verdict is the strictest of its parts' (deny > ask > allow); read-only mode
-denies every non-read tool first, and never-ask turns a final ask into a deny the model
-can read.
+denies every non-read tool first (and every command that is not a plain read), and
+never-ask turns a final ask into a deny the model can read.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from codecoder.permissions.calls import (
     analyse,
 )
 from codecoder.permissions.fullauto import full_auto_concern
-from codecoder.permissions.matching import rule_matches, values
+from codecoder.permissions.matching import carriers, covers_carried, rule_matches, values
 from codecoder.permissions.modes import NEEDS_A_PERSON, ApprovalMode
 from codecoder.permissions.paths import is_inside
 from codecoder.permissions.rules import (
@@ -136,11 +137,17 @@ class RulePolicy:
 
     def decide(self, tool: Tool, call: ToolCall) -> Decision:
         mode = self._mode
-        if mode == "read-only" and tool.risk != "read":
+        if mode == "read-only" and tool.risk != "read" and tool.name != COMMAND_TOOL:
             return Decision("deny", f"{tool.name} is not available in read-only mode")
         if mode == "never-ask" and tool.name in NEEDS_A_PERSON:
             return Decision("deny", _NOBODY_TO_ASK)
         parts = analyse(tool, call, self.scope)
+        if mode == "read-only" and tool.name == COMMAND_TOOL:
+            writer = next((p for p in parts if not _only_reads(p)), None)
+            if writer is not None:
+                return Decision(
+                    "deny", f"read-only mode runs only plain reads: {_describe(writer)}"
+                )
         with self._lock:
             granted = self._grants.covers_call(tool, call)
             decisions = [self._judge(part, granted, mode) for part in parts]
@@ -158,6 +165,8 @@ class RulePolicy:
             return Decision("allow", "allowed for this session")
         if isinstance(part, Hazard):
             return Decision("ask", f"{part.tool}: cannot check it: {part.reason}")
+        if isinstance(part, CommandPart) and part.command.guessed:
+            return Decision("ask", f"{_describe(part)}: cannot check it")
         if self._grants.covers(part):
             return Decision("allow", "allowed for this session")
         if isinstance(part, FilePart) and part.protected is not None:
@@ -186,6 +195,8 @@ class RulePolicy:
         return Decision("ask", f"{what}: no rule allows it")
 
     def _default_command(self, part: CommandPart, mode: ApprovalMode, what: str) -> Decision:
+        if part.read_only:
+            return Decision("allow", f"{what}: only reads")
         if mode != "full-auto":
             return Decision("ask", f"{what}: no rule allows it")
         concern = full_auto_concern(part, self.scope)
@@ -220,6 +231,14 @@ class RulePolicy:
                 self._grants.tools.add(part.tool)
 
     def _write_project_rules(self, parts: list[Part]) -> None:
+        """One exact rule per part not yet allowed; a carried command is covered by the
+        exact rule of a carrier that is written too."""
+        pending = {p.command for p in parts if isinstance(p, CommandPart)}
+        parts = [
+            p
+            for p in parts
+            if not (isinstance(p, CommandPart) and pending.intersection(carriers(p.command)))
+        ]
         texts = [text for text in map(_rule_text, parts) if text is not None]
         if not texts:
             return
@@ -259,9 +278,18 @@ def _level_decision(level: RuleSet, part: Part) -> Decision | None:
     if rule is not None:
         return Decision("ask", f"{_describe(part)}: rule {rule.describe()} asks")
     rule = _first(level.allow, part, loose=False)
+    if rule is None and isinstance(part, CommandPart):
+        outer = carriers(part.command)
+        rule = next((r for r in level.allow if any(covers_carried(r, c) for c in outer)), None)
     if rule is not None:
         return Decision("allow", f"allowed by rule {rule.describe()}")
     return None
+
+
+def _only_reads(part: Part) -> bool:
+    if isinstance(part, CommandPart):
+        return part.read_only
+    return isinstance(part, FilePart) and not part.writes
 
 
 def _strictest(decisions: list[Decision]) -> Decision:
@@ -288,6 +316,8 @@ def _excerpt(text: str, limit: int = 120) -> str:
 
 def _rule_text(part: Part) -> str | None:
     """The allow rule that would cover `part` (None when no rule can express it)."""
+    if isinstance(part, CommandPart) and part.command.guessed:
+        return None
     if isinstance(part, CommandPart):
         words = values(part.command.words)
         if not words or any(word is None for word in words):

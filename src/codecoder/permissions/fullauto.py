@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from pathlib import Path
 
-from codecoder.permissions.calls import CommandPart, Scope, expand_tilde
+from codecoder.permissions.calls import GLOB, CommandPart, Scope, expand_tilde, glob_pattern
 from codecoder.permissions.paths import PROTECTED_DIRS, is_inside, real_path
-from codecoder.permissions.words import Word, unwrap
+from codecoder.permissions.words import Word
+from codecoder.permissions.wrappers import unwrap
 
 NETWORK_CLIENTS = frozenset(
     {"curl", "wget", "ssh", "scp", "sftp", "rsync", "nc", "ncat", "netcat", "telnet", "ftp"}
@@ -31,13 +31,8 @@ _DECLARATIONS = frozenset({"export", "declare", "typeset", "local", "readonly"})
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
 _CD_OPTION = re.compile(r"-[LPe@n]+")
 _STACK_ENTRY = re.compile(r"[+-]\d+")
-_RUN_TIME = re.compile(r"[$`()]|\{[^{}]*(,|\.\.)[^{}]*\}")
-"""Variables, substitutions, `$'…'`, extended globs and brace expansion."""
 _NUMERIC = re.compile(r"\$(?:[$!?#]|\{[$!?#]\}|\{#[A-Za-z_][A-Za-z0-9_]*\})")
 """`$$`, `$!`, `$?`, `$#`, `${#VAR}`: always a number, which names no place."""
-_TILDE_AFTER = re.compile(r"[=:]~")
-_QUOTING = re.compile(r"\\(.)|['\"]")
-_GLOB = re.compile(r"[*?\[]")
 _BRACKETS = re.compile(r"\[.*\]")
 
 
@@ -93,10 +88,10 @@ def _argument_concern(word: Word, part: CommandPart, scope: Scope) -> str | None
         text = _option_value(word.text)
         if _is_process_substitution(text):
             return None
-        pattern = _glob_pattern(_NUMERIC.sub("0", text))
+        pattern = glob_pattern(_NUMERIC.sub("0", text))
         if pattern is None:
             return f"`{word.text}` is only known at run time"
-        if _GLOB.search(pattern):
+        if GLOB.search(pattern):
             if _glob_escapes(pattern, part, scope):
                 return f"`{word.text}` may match a place outside the workspace or a protected one"
             return None
@@ -119,25 +114,12 @@ def _is_process_substitution(text: str) -> bool:
     return text[:2] in ("<(", ">(") and text.endswith(")") and not re.search(r"[$`]", text)
 
 
-def _glob_pattern(text: str) -> str | None:
-    """The glob an expanding word stands for, unquoted (quoted glob characters count as
-    glob characters, which only widens it); None when it expands in any other way."""
-    if _RUN_TIME.search(text) or _TILDE_AFTER.search(text):
-        return None
-    if text.startswith("~"):
-        head, slash, tail = text.partition("/")
-        if head != "~":
-            return None  # ~user, ~+, ~-
-        text = f"{Path.home()}{slash}{tail}"
-    return _QUOTING.sub(lambda found: found.group(1) or "", text)
-
-
 def _glob_escapes(pattern: str, part: CommandPart, scope: Scope) -> bool:
     """Whether the glob could match outside the workspace or a protected place: its
     literal folders are checked like a plain argument, and every folder name from the
     first glob on must be unable to match `.git`, `.codecoder` or `..`."""
     pieces = pattern.split("/")
-    first = next((i for i, piece in enumerate(pieces) if _GLOB.search(piece)), len(pieces))
+    first = next((i for i, piece in enumerate(pieces) if GLOB.search(piece)), len(pieces))
     literal = "/".join(pieces[:first]) or ("/" if pattern.startswith("/") else ".")
     if _names_outside(literal, part, scope) or _in_config(literal, part, scope, below=True):
         return True

@@ -6,7 +6,13 @@ status` or `git status $X`. Deny and ask rules are read loosely, since missing o
 the costly mistake: they are also tried on the command with its `NAME=value` prefix and
 wrappers (`env`, `sudo`, `nohup`, `timeout 5`, `xargs` …) stripped and with the command
 name's folder dropped (`/bin/rm` is `rm`), and a word only known at run time matches
-anything.
+anything. A command from a best-effort split of an unreadable line (`guessed`) is only
+read by them, and every one of its words is tried as the start of a command.
+
+A command that another carries (`rm x` in `sudo rm x`) is allowed by its own rule, or by
+a rule that covers its carrier up to and past what it carries: an exact rule for the
+whole line, or a prefix rule longer than the carrier's own words (`sudo rm:*`). A prefix
+rule that stops before (`sudo:*`) authorises the carrier, not what it carries.
 """
 
 from __future__ import annotations
@@ -15,8 +21,16 @@ import os
 from collections.abc import Sequence
 
 from codecoder.permissions.calls import CommandPart, FilePart, Part, UrlPart
-from codecoder.permissions.rules import CommandPattern, DomainPattern, PathPattern, Rule
-from codecoder.permissions.words import Word, unwrap
+from codecoder.permissions.rules import (
+    COMMAND_TOOL,
+    CommandPattern,
+    DomainPattern,
+    PathPattern,
+    Rule,
+)
+from codecoder.permissions.shell import SimpleCommand
+from codecoder.permissions.words import Word
+from codecoder.permissions.wrappers import unwrap
 
 Words = list[str | None]
 
@@ -56,7 +70,35 @@ def rule_matches(rule: Rule, part: Part, *, loose: bool) -> bool:
         return True
     if isinstance(part, CommandPart) and isinstance(rule.pattern, CommandPattern):
         pattern = rule.pattern
+        if part.command.guessed:
+            words = values(part.command.argv)
+            return loose and any(
+                pattern.matches(words[start:], loose=True) for start in range(len(words))
+            )
         return any(pattern.matches(view, loose=loose) for view in command_views(part, loose=loose))
     if isinstance(part, UrlPart) and isinstance(rule.pattern, DomainPattern):
         return rule.pattern.matches(part.host)
     return False
+
+
+def covers_carried(rule: Rule, command: SimpleCommand) -> bool:
+    """Whether an allow rule covers what `command` carries (see the module's docstring)."""
+    pattern = rule.pattern
+    if rule.tool != COMMAND_TOOL or not isinstance(pattern, CommandPattern):
+        return False
+    if command.guessed or not pattern.matches(values(command.words), loose=False):
+        return False
+    start = command.carried_from
+    return (
+        not pattern.prefix or start is None or len(pattern.words) > start + len(command.assignments)
+    )
+
+
+def carriers(command: SimpleCommand) -> list[SimpleCommand]:
+    """The commands that carry `command`, innermost first."""
+    found: list[SimpleCommand] = []
+    carrier = command.carrier
+    while carrier is not None:
+        found.append(carrier)
+        carrier = carrier.carrier
+    return found

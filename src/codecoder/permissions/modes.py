@@ -3,7 +3,8 @@
 ask         the interactive default: what no rule allows is asked
 auto-edit   file edits inside the workspace are allowed; commands ask
 full-auto   everything inside the workspace is allowed; outside asks
-read-only   only read tools exist for the model; any other call is denied
+read-only   only read tools (and run_command for plain reads) exist for the model;
+            any other call is denied
 never-ask   the default of headless `exec`: what would ask is denied, with a reason
 """
 
@@ -31,11 +32,16 @@ def parse_mode(text: str) -> ApprovalMode:
     raise ValueError(f"unknown approval mode {text!r}; expected one of {', '.join(MODES)}")
 
 
+READ_ONLY_EXTRAS = frozenset({"run_command"})
+"""Tools offered in read-only mode although they may write: the policy lets through only
+what reads (a command on the built-in read-only list)."""
+
+
 def filter_tools(tools: Iterable[T], mode: ApprovalMode) -> list[T]:
-    """The tools the model is shown: in read-only mode only those that merely read; in
-    never-ask mode none that waits for a person."""
+    """The tools the model is shown: in read-only mode only those that merely read (and
+    run_command, for plain reads); in never-ask mode none that waits for a person."""
     if mode == "read-only":
-        return [tool for tool in tools if tool.risk == "read"]
+        return [tool for tool in tools if tool.risk == "read" or tool.name in READ_ONLY_EXTRAS]
     if mode == "never-ask":
         return [tool for tool in tools if tool.name not in NEEDS_A_PERSON]
     return list(tools)

@@ -7,12 +7,20 @@ counts as its target).
 Protected places (`.git/`, `.codecoder/`, the user's CodeCoder config) are judged on
 both the path as written and the real path, so neither a link into them nor a link out
 of them hides a write there.
+
+Protection does not hinge on the name `.git`: git takes any folder with `HEAD`,
+`objects/` and `refs/` for a repository (`git status` run inside it reads its `config`,
+whose `core.fsmonitor` is a command), so a folder that has, or is being given, two of
+its marks is protected like `.git`; and so is the hooks folder the repository's own
+`core.hooksPath` names (husky's `.husky/`), whose scripts git runs.
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 
 import msgspec
@@ -21,6 +29,16 @@ from codecoder import paths
 from codecoder.tools.workspace import is_inside, resolve
 
 PROTECTED_DIRS = (".git", ".codecoder")
+GIT_DIR_MARKS = {
+    "HEAD": os.path.isfile,
+    "objects": os.path.isdir,
+    "refs": os.path.isdir,
+    "config": os.path.isfile,
+    "packed-refs": os.path.isfile,
+    "commondir": os.path.isfile,
+}
+"""What makes a folder look like a git directory (git itself needs HEAD, objects and
+refs); two of them are enough to protect it."""
 
 
 class Place(msgspec.Struct, frozen=True):
@@ -65,7 +83,65 @@ def protected_reason(target: Place, roots: Sequence[Path]) -> str | None:
         name = _protected_component(candidate, roots)
         if name is not None:
             return f"it is inside {name}/"
+        shaped = _git_dir_ancestor(candidate, roots)
+        if shaped is not None:
+            return f"it is inside {shaped}, a folder shaped like a git directory"
+        hooks = next((h for h in _hooks_folders(roots[0]) if candidate.is_relative_to(h)), None)
+        if hooks is not None:
+            return f"it is inside {hooks}, the folder of git hooks (core.hooksPath)"
     return None
+
+
+def git_dir_shaped(folder: Path, roots: Sequence[Path]) -> str | None:
+    """The folder (`folder` or one above it, inside the roots) that looks like a git
+    directory, or None."""
+    return _git_dir_ancestor(folder / "_", roots)
+
+
+def _git_dir_ancestor(path: Path, roots: Sequence[Path]) -> str | None:
+    """The folder above `path` (inside the roots) that has, or would have once `path`
+    exists, two marks of a git directory."""
+    parts = _parts_below_root(path, roots)
+    if parts == path.parts:
+        return None
+    folder = Path(path.parts[0]).joinpath(*path.parts[1 : len(path.parts) - len(parts)])
+    for index, name in enumerate(parts[:-1]):
+        folder = folder / name
+        below = parts[index + 1]
+        marks = sum(
+            1 for mark, check in GIT_DIR_MARKS.items() if mark == below or check(folder / mark)
+        )
+        if marks >= 2:
+            return str(folder)
+    return None
+
+
+@cache
+def _hooks_folders(workspace: Path) -> tuple[Path, ...]:
+    """The hooks folder the workspace's repository configures (`core.hooksPath`), when
+    it lies in the workspace. Read once per workspace, on the first write checked."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(workspace), "config", "--get", "core.hooksPath"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ()
+    value = done.stdout.strip()
+    if done.returncode != 0 or not value:
+        return ()
+    top = subprocess.run(
+        ["git", "-C", str(workspace), "rev-parse", "--show-toplevel"],
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=False,
+    ).stdout.strip()
+    base = Path(top) if top else workspace
+    return (Path(os.path.realpath(base / os.path.expanduser(value))),)
 
 
 def _protected_component(path: Path, roots: Sequence[Path]) -> str | None:

@@ -12,24 +12,40 @@ that must be checked.
 
 The walk is a whitelist: a node type it does not know, a parse error, or a place where
 tree-sitter and bash are known to disagree makes the result carry a `problem`, and a
-command with a problem is asked about, never allowed. Words the shell expands at run
-time (`$VAR`, `$(…)`, backticks, globs, `~`, brace expansion, `$'…'`) are marked
-`expands`, since their value cannot be matched against a rule.
+command with a problem is asked about, never allowed. Such a line still gets a
+best-effort split into commands (`guessed`), which only deny and ask rules look at: a
+deny rule must not turn into a question because the line around it is unreadable.
+Words the shell expands at run time (`$VAR`, `$(…)`, backticks, globs, `~`, brace
+expansion, `$'…'`) are marked `expands`, since their value cannot be matched against a
+rule. Words bash evaluates as code although they are quoted (arithmetic, subscripts,
+names: evaluation.py) and what programs carry in their arguments (programs.py) are
+followed too.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 import shlex
 import threading
 import unicodedata
 from collections.abc import Sequence
 from functools import cache
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from codecoder.permissions.words import Unwrapped, Word, unwrap
+from codecoder.permissions import evaluation
+from codecoder.permissions.programs import (
+    CONFIG_VARIABLES,
+    DEFERRED_CODE_VARIABLES,
+    PROGRAM_VARIABLES,
+    Carried,
+    Script,
+    carried,
+)
+from codecoder.permissions.words import Word, excerpt, program_name
+from codecoder.permissions.wrappers import unwrap
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
@@ -40,13 +56,10 @@ MAX_COMMAND_CHARS = 10_000
 MAX_DEPTH = 40
 """Nesting depth (substitutions, subshells, `sh -c`) beyond which we stop and ask."""
 
-SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh"})
-"""Shells whose `-c SCRIPT` argument is parsed as nested commands."""
+MAX_GUESSED_WORDS = 100_000
+"""A best-effort split keeps at most this many words (a line this long was refused
+anyway; deny rules still see its first 100,000 words)."""
 
-_SHELL_LONG_VALUES = frozenset({"--rcfile", "--init-file"})
-"""Long options of bash whose value is the next word."""
-_STREAM_FILES = ("/dev/", "/proc/")
-"""A script read from here is made up by the line itself (`/dev/stdin`, `/dev/fd/3`)."""
 _DOTGLOB_WORDS = ("dotglob", "GLOBIGNORE", "BASHOPTS")
 _DEV_SINKS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"})
 _ODD_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp", "Zs"})
@@ -55,14 +68,26 @@ _TILDE = re.compile(r"(^|[=:])~")
 _QUOTING = re.compile(r"[\\'\"]")
 """Any quoting in a here-document's delimiter makes its body plain data."""
 _BRACE = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
+_SEPARATORS = re.compile(r"[;&|()\n`{}<>]|\$\(")
+_ARITHMETIC_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
+_NAME_TESTS = frozenset({"-v", "-R"})
+_DECLARATIONS = frozenset({"declare", "typeset", "local", "export", "readonly"})
 
 
 class SimpleCommand(msgspec.Struct, frozen=True):
-    """A command as bash would execute it: leading `NAME=value` words, then argv."""
+    """A command as bash would execute it: leading `NAME=value` words, then argv.
+
+    A command another one carries (`rm x` in `sudo rm x`, in `find -exec rm {} ;`, in
+    `su -c 'rm x'`) names that one as its `carrier`; `carried_from` is where, in a
+    carrier's argv, what it carries begins. `guessed`: from a best-effort split of a
+    line the parser could not read (only deny and ask rules look at it)."""
 
     assignments: tuple[Word, ...]
     argv: tuple[Word, ...]
     source: str
+    carried_from: int | None = None
+    carrier: SimpleCommand | None = None
+    guessed: bool = False
 
     @property
     def words(self) -> tuple[Word, ...]:
@@ -70,7 +95,8 @@ class SimpleCommand(msgspec.Struct, frozen=True):
 
 
 class Redirect(msgspec.Struct, frozen=True):
-    """A redirection to or from a file (`>`, `>>`, `&>`, `>|`, `<` …)."""
+    """A redirection to or from a file (`>`, `>>`, `&>`, `>|`, `<` …), or a file a
+    program writes or reads through an argument (`op` "arg": `find -fprint F`)."""
 
     op: str
     target: Word
@@ -84,12 +110,16 @@ class ShellParse(msgspec.Struct, frozen=True):
     commands: tuple[SimpleCommand, ...] = ()
     redirects: tuple[Redirect, ...] = ()
     problems: tuple[str, ...] = ()
+    arithmetic: frozenset[str] = frozenset()
+    """Variables bash evaluates as arithmetic somewhere in the line."""
+    tainted: frozenset[str] = frozenset()
+    """Variables the line may give a value that is not a number."""
 
     @property
     def changes_directory(self) -> bool:
         """A `cd` anywhere (also `builtin cd`, `env -C dir …`) makes relative
         redirection targets unknowable statically."""
-        return any(_changes_directory(unwrap(cmd.argv)) for cmd in self.commands)
+        return any(_changes_directory(cmd.argv) for cmd in self.commands)
 
     @property
     def globs_dotfiles(self) -> bool:
@@ -123,33 +153,66 @@ def _parser() -> tuple[Parser, threading.Lock]:
 
 def parse_command(text: str) -> ShellParse:
     """Parse one command line (as given to `bash -c`)."""
-    return _parse(text, depth=0)
+    parsed = _parse(text, depth=0)
+    unsafe = sorted(n for n in parsed.arithmetic if not evaluation.numeric(n, parsed.tainted))
+    if not unsafe:
+        return parsed
+    names = ", ".join(f"`{name}`" for name in unsafe[:5])
+    problem = (
+        f"bash evaluates {names} as arithmetic, and the value may be code"
+        " (a value that is not a number, from the environment or from the line itself)"
+    )
+    return msgspec.structs.replace(parsed, problems=(*parsed.problems, problem))
 
 
 def _parse(text: str, depth: int) -> ShellParse:
     problem = _precheck(text)
     if problem is not None:
-        return ShellParse(source=text, problems=(problem,))
+        return _unreadable(text, problem)
     parser, lock = _parser()
     data = text.encode()
     with lock:
         tree = parser.parse(data)
     root = tree.root_node
     if root.has_error:
-        return ShellParse(source=text, problems=("the shell parser could not read it",))
+        return _unreadable(text, "the shell parser could not read it")
     walker = _Walker(data, depth)
     try:
         walker.statement(root)
     except _Unsupported as exc:
-        return ShellParse(source=text, problems=(str(exc),))
+        return _unreadable(text, str(exc))
     except RecursionError:
-        return ShellParse(source=text, problems=("it is nested too deeply",))
+        return _unreadable(text, "it is nested too deeply")
     return ShellParse(
         source=text,
-        commands=tuple(walker.commands),
-        redirects=tuple(walker.redirects),
-        problems=tuple(walker.problems),
+        commands=tuple(dict.fromkeys(walker.commands)),
+        redirects=tuple(dict.fromkeys(walker.redirects)),
+        problems=tuple(dict.fromkeys(walker.problems)),
+        arithmetic=frozenset(walker.arithmetic),
+        tainted=frozenset(walker.tainted),
     )
+
+
+def _unreadable(text: str, problem: str) -> ShellParse:
+    return ShellParse(source=text, commands=guess_commands(text), problems=(problem,))
+
+
+def guess_commands(text: str) -> tuple[SimpleCommand, ...]:
+    """A best-effort split of a line that cannot be parsed: pieces between shell
+    operators, quotes dropped, each piece's words a command. Only deny and ask rules
+    read these (and they also try every later word as a command's name), so that
+    `rm -f victim; true; true; …` is still denied by `rm:*` when it is too long to
+    check. Linear in the line's length."""
+    commands: list[SimpleCommand] = []
+    budget = MAX_GUESSED_WORDS
+    for piece in _SEPARATORS.split(text.replace("'", " ").replace('"', " ")):
+        words = tuple(Word(word) for word in piece.split()[:budget])
+        if words:
+            commands.append(SimpleCommand((), words, piece.strip(), guessed=True))
+            budget -= len(words)
+        if budget <= 0:
+            break
+    return tuple(commands)
 
 
 def _precheck(text: str) -> str | None:
@@ -177,13 +240,13 @@ def odd_character(text: str) -> str | None:
     return None
 
 
-def _name_problems(cmd: SimpleCommand, unwrapped: Unwrapped) -> list[str]:
-    """A command whose name (behind its wrappers) or whose wrappers' own words are only
-    known at run time, or whose name could be a look-alike, cannot be vouched for."""
+def _name_problems(cmd: SimpleCommand, found: Carried) -> list[str]:
+    """A command whose name, or whose wrapper's own words, are only known at run time,
+    or whose name could be a look-alike, cannot be vouched for."""
     problems: list[str] = []
-    if not unwrapped.certain:
-        problems.append(f"what `{_excerpt(cmd.source)}` runs is only known at run time")
-    name = unwrapped.argv[0] if unwrapped.argv else None
+    if not found.certain:
+        problems.append(f"what `{excerpt(cmd.source)}` runs is only known at run time")
+    name = cmd.argv[0] if cmd.argv else None
     if name is None:
         return problems
     if name.expands:
@@ -193,92 +256,9 @@ def _name_problems(cmd: SimpleCommand, unwrapped: Unwrapped) -> list[str]:
     return problems
 
 
-class Script(NamedTuple):
-    """Shell code a command runs: written out in the line (`text`), or only known at run
-    time (`text` None; `origin` says where it comes from)."""
-
-    text: str | None
-    origin: str = ""
-
-
-def shell_script(unwrapped: Unwrapped) -> Script | None:
-    """The shell code a command runs, also behind wrappers (`env bash -c …`, `builtin
-    eval …`): the SCRIPT of `sh -c SCRIPT` / `bash -lc -- SCRIPT`, the words of `eval`;
-    only known at run time for `bash -c "$X"`, `eval "$X"`, `source <(…)`, and a shell
-    that reads its script from standard input (`… | sh`). None: it runs no shell code
-    (or a script file, which is like running any program)."""
-    name, args = unwrapped.name, unwrapped.argv[1:]
-    if name == "eval":
-        return _eval_script(args)
-    if name in (".", "source"):
-        return _sourced_script(args)
-    if name in SHELLS:
-        return _shell_script(args)
-    return None
-
-
-def _eval_script(args: tuple[Word, ...]) -> Script | None:
-    """eval joins its words with spaces and runs the result."""
-    if args and args[0] == Word("--"):
-        args = args[1:]
-    if not args:
-        return None
-    text = " ".join(word.text for word in args)
-    return Script(None, f"`{_excerpt(text)}`") if any(w.expands for w in args) else Script(text)
-
-
-def _sourced_script(args: tuple[Word, ...]) -> Script | None:
-    if args and args[0] == Word("--"):
-        args = args[1:]
-    return _script_file(args[0]) if args else None
-
-
-def _script_file(word: Word) -> Script | None:
-    """A script file is like any program, unless the line makes up its contents
-    (`<(…)`, `$F`, `/dev/stdin`)."""
-    if word.expands or word.text.startswith(_STREAM_FILES):
-        return Script(None, f"`{_excerpt(word.text)}`")
-    return None
-
-
-def _shell_script(args: tuple[Word, ...]) -> Script | None:
-    """What `sh [options] [-c] [--] [SCRIPT | FILE]` runs. `-o NAME`/`-O NAME` take a
-    value; `-` or `--` end the options; with `c` among them the first word after is the
-    script; else the first word is a script file, and without one (or with `-s`) the
-    script is read from standard input."""
-    flags = ""
-    index = 0
-    while index < len(args):
-        text = args[index].text
-        if args[index].expands:
-            return Script(None, f"`{_excerpt(text)}`")
-        if text in ("-", "--"):
-            index += 1
-            break
-        if len(text) < 2 or text[0] not in "-+":
-            break
-        if text.startswith("--"):
-            index += 2 if text in _SHELL_LONG_VALUES else 1
-            continue
-        flags += text[1:] if text[0] == "-" else ""
-        index += 1 + text.count("o") + text.count("O")
-    operand = args[index] if index < len(args) else None
-    if "c" in flags:
-        if operand is None or not operand.expands:
-            return None if operand is None else Script(operand.text)
-        return Script(None, f"`{_excerpt(operand.text)}`")
-    if operand is None or "s" in flags:
-        return Script(None, "its standard input")
-    return _script_file(operand)
-
-
-def _changes_directory(unwrapped: Unwrapped) -> bool:
+def _changes_directory(argv: tuple[Word, ...]) -> bool:
+    unwrapped = unwrap(argv)
     return unwrapped.chdir or unwrapped.name in ("cd", "pushd", "popd")
-
-
-def _excerpt(text: str, limit: int = 60) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 class _Walker:
@@ -290,6 +270,8 @@ class _Walker:
         self.commands: list[SimpleCommand] = []
         self.redirects: list[Redirect] = []
         self.problems: list[str] = []
+        self.arithmetic: set[str] = set()
+        self.tainted: set[str] = set()
 
     def text(self, node: Node) -> str:
         return self.data[node.start_byte : node.end_byte].decode()
@@ -321,32 +303,52 @@ class _Walker:
     def compound(self, node: Node) -> None:
         first = node.children[0] if node.children else None
         if first is not None and first.type == "((":
-            self.arithmetic_statement(node)
+            self.nested(node)
+            self.arith(self.text(node)[2:-2])
         else:
             self.children(node)
 
-    def arithmetic_statement(self, node: Node) -> None:
-        self.nested(node)
-        if self._has_variables(node):
-            self.commands.append(_opaque("((", self.text(node)))
+    def c_style_for(self, node: Node) -> None:
+        """`for ((init; test; step))`: three arithmetic expressions, then the body."""
+        opening = next(c for c in node.children if c.type == "((")
+        closing = next(c for c in node.children if c.type == "))")
+        for clause in self.data[opening.end_byte : closing.start_byte].decode().split(";"):
+            self.arith(clause)
+        for child in node.named_children:
+            if child.type == "do_group":
+                self.statement(child)
+            else:
+                self.nested(child)
 
     def test(self, node: Node) -> None:
-        """`[[ … ]]` and `[ … ]` only read; with expansions inside they may evaluate
-        arithmetic on variable contents, so they count as a command then."""
+        """`[[ … ]]` and `[ … ]` only read, but bash evaluates the operands of `-eq`, `-lt`
+        … in `[[` as arithmetic, and the operand of `-v`/`-R` as a name."""
         self.nested(node)
-        if self._has_variables(node):
-            self.commands.append(_opaque(self.text(node.children[0]), self.text(node)))
+        arithmetic = self.text(node.children[0]) == "[["
+        for child in node.named_children:
+            self.test_expression(child, arithmetic=arithmetic)
 
-    def _has_variables(self, node: Node) -> bool:
-        if node.type in _EXPANSIONS or node.type == "variable_name":
-            return True
-        return any(self._has_variables(child) for child in node.named_children)
+    def test_expression(self, node: Node, *, arithmetic: bool) -> None:
+        operator = next((c for c in node.children if c.type == "test_operator"), None)
+        op = self.text(operator) if operator is not None else ""
+        operands = [c for c in node.named_children if c.type != "test_operator"]
+        if node.type == "binary_expression" and arithmetic and op in _ARITHMETIC_TESTS:
+            for operand in operands:
+                self.arith(self.text(operand))
+            return
+        if node.type == "unary_expression" and op in _NAME_TESTS and operands:
+            self.name(self.word(operands[0]), f"`{op}` names")
+            return
+        for child in operands:
+            self.test_expression(child, arithmetic=arithmetic)
 
     def for_loop(self, node: Node) -> None:
         for child in node.named_children:
             if child.type == "do_group":
                 self.statement(child)
-            elif child.type != "variable_name":
+            elif child.type == "variable_name":
+                self.tainted.add(self.text(child))
+            else:
                 self.word(child)
 
     def function(self, node: Node) -> None:
@@ -373,7 +375,7 @@ class _Walker:
                 argv.append(self.word(child.named_children[0]))
             else:
                 argv.append(self.word(child))
-        self.add_command(tuple(assignments), tuple(argv), node)
+        self.add_command(tuple(assignments), tuple(argv), self.text(node))
 
     def declaration(self, node: Node) -> None:
         """`export`/`declare`/`local`/`readonly`/`typeset`/`unset`: a command like any other."""
@@ -385,41 +387,184 @@ class _Walker:
                 argv.append(Word(self.text(child)))
             else:
                 argv.append(self.word(child))
-        self.add_command((), tuple(argv), node)
+        self.add_command((), tuple(argv), self.text(node))
 
     def assignments(self, node: Node) -> None:
         """Bare `NAME=value` changes what later commands see (PATH, IFS …): a command too."""
         words = [self.assignment(child) for child in node.named_children]
-        self.add_command(tuple(words), (), node)
+        self.add_command(tuple(words), (), self.text(node))
 
     def single_assignment(self, node: Node) -> None:
-        self.add_command((self.assignment(node),), (), node)
+        self.add_command((self.assignment(node),), (), self.text(node))
 
     def add_command(
-        self, assignments: tuple[Word, ...], argv: tuple[Word, ...], node: Node
+        self,
+        assignments: tuple[Word, ...],
+        argv: tuple[Word, ...],
+        source: str,
+        carrier: SimpleCommand | None = None,
     ) -> None:
-        command = SimpleCommand(assignments, argv, self.text(node))
+        """Record a command, and whatever it carries as commands of their own."""
+        found = carried(argv)
+        command = SimpleCommand(assignments, argv, source, found.start, carrier)
         self.commands.append(command)
-        unwrapped = unwrap(argv)
-        self.problems.extend(_name_problems(command, unwrapped))
-        script = shell_script(unwrapped)
-        if script is None:
-            return
-        if script.text is None:
-            self.problems.append(
-                f"`{_excerpt(command.source)}` runs shell code only known at run time"
-                f" ({script.origin})"
-            )
-        else:
-            self.script(script.text)
+        self.problems.extend(_name_problems(command, found))
+        self.problems.extend(found.problems)
+        for word in (*assignments, *found.variables):
+            self.variable(word)
+        self.builtin(argv)
+        for script in found.scripts:
+            self.carried_script(script, command)
+        for nested in found.commands:
+            if len(self.commands) > MAX_GUESSED_WORDS:
+                raise _Unsupported("it carries too many commands")
+            self.add_command((), nested, source, carrier=command)
+        for target, writes in [(w, True) for w in found.writes] + [(r, False) for r in found.reads]:
+            if target.text not in _DEV_SINKS:
+                self.redirects.append(Redirect(op="arg", target=target, writes=writes))
 
-    def script(self, text: str) -> None:
+    def carried_script(self, script: Script, carrier: SimpleCommand) -> None:
+        if script.text is not None:
+            self.script(script.text, carrier)
+            return
+        self.problems.append(
+            f"`{excerpt(carrier.source)}` runs shell code only known at run time ({script.origin})"
+        )
+        if script.foreign:
+            self.commands.extend(guess_commands(carrier.source))
+
+    def script(self, text: str, carrier: SimpleCommand | None = None) -> None:
         if self.depth >= MAX_DEPTH:
             raise _Unsupported("it is nested too deeply")
         inner = _parse(text, self.depth + 1)
-        self.commands.extend(inner.commands)
+        for found in inner.commands:
+            if carrier is not None and found.carrier is None:
+                found = msgspec.structs.replace(found, carrier=carrier)  # noqa: PLW2901
+            self.commands.append(found)
         self.redirects.extend(inner.redirects)
         self.problems.extend(inner.problems)
+        self.arithmetic |= inner.arithmetic
+        self.tainted |= inner.tainted
+
+    # --- places where bash evaluates a word (evaluation.py) ------------------------
+
+    def arith(self, text: str) -> None:
+        found = evaluation.arithmetic(text)
+        self.arithmetic |= found.names
+        if found.problem is not None:
+            self.problems.append(
+                f"bash evaluates `{excerpt(text.strip())}` as arithmetic: {found.problem}"
+            )
+
+    def name(self, word: Word, where: str) -> None:
+        problem = evaluation.name_problem(word, where)
+        if problem is not None:
+            self.problems.append(problem)
+
+    def variable(self, word: Word) -> None:
+        """An assignment (`NAME=value`, also `declare NAME=value`, `env NAME=value cmd`):
+        its subscripts are arithmetic, and some variables hold code bash or a program
+        runs later."""
+        found = evaluation.assignment(word)
+        if found is None:
+            return
+        if not found.numeric:
+            self.tainted.add(found.name)
+        for subscript in found.subscripts():
+            self.arith(subscript)
+        value = Word(found.value, expands=not found.literal)
+        if found.name in DEFERRED_CODE_VARIABLES and (
+            value.expands or "$" in value.text or "`" in value.text
+        ):
+            self.problems.append(f"bash runs the code in {found.name}'s value later")
+        elif found.name in PROGRAM_VARIABLES and found.value:
+            self.carried_script(
+                Script(None, f"`{excerpt(word.text)}`") if value.expands else Script(value.text),
+                SimpleCommand((word,), (), word.text),
+            )
+        elif found.name in CONFIG_VARIABLES:
+            self.problems.append(
+                f"{found.name} makes programs take code or settings from elsewhere"
+            )
+
+    def builtin(self, argv: tuple[Word, ...]) -> None:
+        """Builtins that take variable names or arithmetic among their words."""
+        name = program_name(argv)
+        check = _BUILTINS.get(name or "")
+        if check is not None and argv[0].text == name:
+            check(self, argv[1:])
+
+    def declare(self, args: tuple[Word, ...]) -> None:
+        for word in args:
+            text = word.text
+            if word.expands and not evaluation.assignment(word):
+                self.problems.append(
+                    f"it declares a name only known at run time (`{excerpt(text)}`)"
+                )
+            elif text.startswith(("-", "+")) and len(text) > 1:
+                if evaluation.INTEGER_FLAGS & set(text[1:]):
+                    self.problems.append(
+                        f"`{text}` makes bash evaluate later values as code (integer or reference)"
+                    )
+            elif evaluation.assignment(word) is not None:
+                self.variable(word)
+                self.name(Word(text.split("=", 1)[0].rstrip("+")), "it declares")
+            else:
+                self.name(word, "it declares")
+
+    def export(self, args: tuple[Word, ...]) -> None:
+        for word in args:
+            if word.text.startswith("-") and not word.expands:
+                continue
+            if evaluation.assignment(word) is not None:
+                self.variable(word)
+                self.name(Word(word.text.split("=", 1)[0].rstrip("+")), "it exports")
+            else:
+                self.name(word, "it exports")
+
+    def unset(self, args: tuple[Word, ...]) -> None:
+        if any(word.text == "-f" for word in args):
+            return
+        for word in args:
+            if not (word.text.startswith("-") and not word.expands):
+                self.name(word, "it unsets")
+
+    def assigns(self, names: list[Word], builtin: str) -> None:
+        for word in names:
+            self.name(word, f"`{builtin}` assigns")
+            self.tainted.add(word.text.split("[", 1)[0])
+
+    def read(self, args: tuple[Word, ...]) -> None:
+        names, values = _split_options(args, "dinNptua")
+        self.assigns(names + values.get("a", []), "read")
+
+    def mapfile(self, args: tuple[Word, ...]) -> None:
+        names, _ = _split_options(args, "dnOsuCc")
+        self.assigns(names[-1:], "mapfile")
+
+    def printf(self, args: tuple[Word, ...]) -> None:
+        _, values = _split_options(args[:2], "v")
+        self.assigns(values.get("v", []), "printf -v")
+
+    def getopts(self, args: tuple[Word, ...]) -> None:
+        self.assigns(list(args[1:2]), "getopts")
+
+    def wait(self, args: tuple[Word, ...]) -> None:
+        _, values = _split_options(args, "p")
+        self.assigns(values.get("p", []), "wait -p")
+
+    def let(self, args: tuple[Word, ...]) -> None:
+        for word in args:
+            self.arith(word.text)
+
+    def test_builtin(self, args: tuple[Word, ...]) -> None:
+        for option, operand in itertools.pairwise(args):
+            if option.text in _NAME_TESTS:
+                self.name(operand, f"`{option.text}` names")
+
+    def shopt(self, args: tuple[Word, ...]) -> None:
+        if any("expand_aliases" in word.text for word in args):
+            self.problems.append("it turns on aliases, which change what later commands run")
 
     # --- redirections ------------------------------------------------------------
 
@@ -527,6 +672,7 @@ class _Walker:
         return Word("".join(part.text for part in parts))
 
     def assignment(self, node: Node) -> Word:
+        self.nested(node.named_children[0])  # `a[$(…)]=1`: the subscript runs
         name = self.text(node.named_children[0])
         values = node.named_children[1:]
         operator = next((self.text(c) for c in node.children if not c.is_named), "=")
@@ -542,12 +688,27 @@ class _Walker:
         return Word(self.text(node), expands=True)
 
     def nested(self, node: Node) -> None:
-        """Find the commands inside an expression (substitutions run even when quoted)."""
+        """Find the commands inside an expression (substitutions run even when quoted),
+        and what bash evaluates there (`$((…))`, `${a[…]}`, `${x:…}`)."""
         if node.type in ("command_substitution", "process_substitution"):
             self.substitution(node)
             return
+        if node.type == "arithmetic_expansion":
+            text = self.text(node)
+            self.arith(text[3:-2] if text.startswith("$((") else text[2:-1])
+        elif node.type == "expansion":
+            self.expansion(self.text(node))
         for child in node.named_children:
             self.nested(child)
+
+    def expansion(self, text: str) -> None:
+        found = evaluation.expansion(text)
+        if found.problem is not None:
+            self.problems.append(found.problem)
+        for part in found.arithmetic:
+            self.arith(part)
+        if found.assigns is not None:
+            self.tainted.add(found.assigns)
 
     def substitution(self, node: Node) -> None:
         self.depth += 1
@@ -575,10 +736,6 @@ def _heredoc_delimiter(raw: str) -> str:
     if len(words) != 1:
         raise _Unsupported("a here-document delimiter is malformed")
     return words[0]
-
-
-def _opaque(name: str, source: str) -> SimpleCommand:
-    return SimpleCommand((), (Word(name), Word(source, expands=True)), source)
 
 
 def _plain_word(raw: str) -> Word:
@@ -620,7 +777,7 @@ _STATEMENTS: dict[str, Any] = {
     "do_group": _Walker.children,
     "compound_statement": _Walker.compound,
     "for_statement": _Walker.for_loop,
-    "c_style_for_statement": _Walker.loose,
+    "c_style_for_statement": _Walker.c_style_for,
     "case_statement": _Walker.loose,
     "case_item": _Walker.loose,
     "function_definition": _Walker.function,
@@ -633,3 +790,48 @@ _STATEMENTS: dict[str, Any] = {
     "test_command": _Walker.test,
     "comment": _Walker.skip,
 }
+
+_BUILTINS: dict[str, Any] = {
+    **dict.fromkeys(("declare", "typeset", "local"), _Walker.declare),
+    **dict.fromkeys(("export", "readonly"), _Walker.export),
+    "unset": _Walker.unset,
+    "read": _Walker.read,
+    "mapfile": _Walker.mapfile,
+    "readarray": _Walker.mapfile,
+    "printf": _Walker.printf,
+    "getopts": _Walker.getopts,
+    "wait": _Walker.wait,
+    "let": _Walker.let,
+    "test": _Walker.test_builtin,
+    "[": _Walker.test_builtin,
+    "shopt": _Walker.shopt,
+}
+"""Builtins whose words bash evaluates as names or arithmetic (evaluation.py)."""
+
+
+def _split_options(
+    args: tuple[Word, ...], with_value: str
+) -> tuple[list[Word], dict[str, list[Word]]]:
+    """A builtin's operands, and the values of its short options that take one (the
+    letters in `with_value`; clustered `-rp VALUE` and attached `-pVALUE` too)."""
+    operands: list[Word] = []
+    values: dict[str, list[Word]] = {}
+    index = 0
+    while index < len(args):
+        word, index = args[index], index + 1
+        text = word.text
+        if text == "--":
+            operands.extend(args[index:])
+            break
+        if word.expands or not text.startswith("-") or text == "-":
+            operands.append(word)
+            continue
+        for offset, letter in enumerate(text[1:], start=1):
+            if letter in with_value:
+                rest = text[offset + 1 :]
+                value = Word(rest) if rest else (args[index] if index < len(args) else None)
+                index += 0 if rest else 1
+                if value is not None:
+                    values.setdefault(letter, []).append(value)
+                break
+    return operands, values

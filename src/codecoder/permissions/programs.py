@@ -1,0 +1,815 @@
+"""What programs carry in their arguments: commands, shell code and writes.
+
+A rule names a program (`run_command(find:*)`), but many programs run another command,
+shell code or a write that their arguments carry: `sudo rm x` (wrappers.py),
+`find . -exec rm {} \\;`, `su -c 'rm x'`, `trap 'rm x' EXIT`, `sed 'w /etc/x'`,
+`rg --pre ./tool`. A prefix rule authorises the program and the words it spells out,
+never what it carries beyond them: the parser (shell.py) makes each carried command a
+command of its own, carried shell code the commands it runs, and a carried write a write
+check. What cannot be followed (`sed e`, `awk 'BEGIN { system(…) }'`,
+`git -c core.pager=…`) is a problem: asked about, never allowed. Deny rules see every
+carried command too, so `deny rm:*` also denies `flock LOCK rm x` and `strace rm x`.
+
+`carried()` is the one entry point, and `_CARRIERS` with wrappers.WRAPPERS the one table.
+A program in neither is judged by its name and its words alone. The cases follow Codex's
+`is_safe_command.rs` and the reviews in tests/permissions/test_carried.py.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+from codecoder.permissions.sedscript import sed_effects
+from codecoder.permissions.words import Word, excerpt, has_option, operand_words, program_name
+from codecoder.permissions.wrappers import WRAPPERS, unwrap_one
+
+UNKNOWN_FILE = Word("{}", expands=True)
+"""A word a program fills in at run time (`find -exec … {}`, an `xargs` argument)."""
+
+
+# --- shells and shell code --------------------------------------------------------------
+
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "rbash", "hush", "lksh"})
+"""Shells whose `-c SCRIPT` argument is parsed as nested commands."""
+FOREIGN_SHELLS = frozenset(
+    {"fish", "csh", "tcsh", "nu", "xonsh", "elvish", "pwsh", "powershell", "rc", "es"}
+)
+"""Shells with another syntax: their scripts cannot be parsed as bash."""
+
+_SHELL_LONG_VALUES = frozenset({"--rcfile", "--init-file"})
+"""Long options of bash whose value is the next word."""
+_STREAM_FILES = ("/dev/", "/proc/")
+"""A script read from here is made up by the line itself (`/dev/stdin`, `/dev/fd/3`)."""
+
+
+class Script(NamedTuple):
+    """Shell code a command runs: written out in the line (`text`), or only known at run
+    time (`text` None; `origin` says where it comes from). `foreign`: the code of another
+    shell, which only deny rules look into, on a best-effort split."""
+
+    text: str | None
+    origin: str = ""
+    foreign: bool = False
+
+
+def _shell_script(name: str, args: tuple[Word, ...]) -> Script | None:
+    """The shell code a shell, `eval` or `source` runs: the SCRIPT of `sh -c SCRIPT` /
+    `bash -lc -- SCRIPT`, the words of `eval`; only known at run time for `bash -c "$X"`,
+    `eval "$X"`, `source <(…)`, and a shell that reads its script from standard input
+    (`… | sh`). None: it runs no shell code (or a script file, which is like running any
+    program)."""
+    if name == "eval":
+        return _eval_script(args)
+    if name in (".", "source"):
+        return _sourced_script(args)
+    if name in SHELLS:
+        return _shell_args_script(args)
+    if name in FOREIGN_SHELLS:
+        script = _shell_args_script(args)
+        if script is not None and script.text is not None:
+            return Script(None, f"`{excerpt(script.text)}` is {name} code", foreign=True)
+        return script
+    return None
+
+
+def _eval_script(args: tuple[Word, ...]) -> Script | None:
+    """eval joins its words with spaces and runs the result."""
+    if args and args[0] == Word("--"):
+        args = args[1:]
+    if not args:
+        return None
+    text = " ".join(word.text for word in args)
+    return Script(None, f"`{excerpt(text)}`") if any(w.expands for w in args) else Script(text)
+
+
+def _sourced_script(args: tuple[Word, ...]) -> Script | None:
+    if args and args[0] == Word("--"):
+        args = args[1:]
+    return _script_file(args[0]) if args else None
+
+
+def _script_file(word: Word) -> Script | None:
+    """A script file is like any program, unless the line makes up its contents
+    (`<(…)`, `$F`, `/dev/stdin`)."""
+    if word.expands or word.text.startswith(_STREAM_FILES):
+        return Script(None, f"`{excerpt(word.text)}`")
+    return None
+
+
+def _shell_args_script(args: tuple[Word, ...]) -> Script | None:
+    """What `sh [options] [-c] [--] [SCRIPT | FILE]` runs. `-o NAME`/`-O NAME` take a
+    value; `-` or `--` end the options; with `c` among them the first word after is the
+    script; else the first word is a script file, and without one (or with `-s`) the
+    script is read from standard input."""
+    flags = ""
+    index = 0
+    while index < len(args):
+        text = args[index].text
+        if args[index].expands:
+            return Script(None, f"`{excerpt(text)}`")
+        if text in ("-", "--"):
+            index += 1
+            break
+        if len(text) < 2 or text[0] not in "-+":
+            break
+        if text.startswith("--"):
+            index += 2 if text in _SHELL_LONG_VALUES else 1
+            continue
+        flags += text[1:] if text[0] == "-" else ""
+        index += 1 + text.count("o") + text.count("O")
+    operand = args[index] if index < len(args) else None
+    if "c" in flags:
+        if operand is None or not operand.expands:
+            return None if operand is None else Script(operand.text)
+        return Script(None, f"`{excerpt(operand.text)}`")
+    if operand is None or "s" in flags:
+        return Script(None, "its standard input")
+    return _script_file(operand)
+
+
+def _code(word: Word) -> Script:
+    """A word that is shell code (`su -c WORD`, `trap WORD EXIT`)."""
+    return Script(None, f"`{excerpt(word.text)}`") if word.expands else Script(word.text)
+
+
+# --- what a command carries ---------------------------------------------------------------
+
+
+class Carried(NamedTuple):
+    """What a command runs or writes through its arguments, beyond itself."""
+
+    start: int | None = None
+    """Where the carried material begins in argv: a prefix rule that stops before it
+    authorises the program, not what it carries."""
+    commands: tuple[tuple[Word, ...], ...] = ()
+    scripts: tuple[Script, ...] = ()
+    writes: tuple[Word, ...] = ()
+    reads: tuple[Word, ...] = ()
+    variables: tuple[Word, ...] = ()
+    """`NAME=value` words it sets for what it runs (`env NAME=value cmd`)."""
+    problems: tuple[str, ...] = ()
+    chdir: bool = False
+    certain: bool = True
+
+
+NOTHING = Carried()
+
+
+def carried(argv: tuple[Word, ...]) -> Carried:
+    """What `argv` carries (NOTHING for a plain program)."""
+    name = program_name(argv)
+    if name is None:
+        return NOTHING
+    script = _shell_script(name, argv[1:])
+    if script is not None:
+        return Carried(start=1, scripts=(script,))
+    if name in WRAPPERS:
+        return _wrapped(name, argv)
+    analyse = _CARRIERS.get(name)
+    return analyse(argv) if analyse is not None else NOTHING
+
+
+def _wrapped(name: str, argv: tuple[Word, ...]) -> Carried:
+    step = unwrap_one(argv)
+    if step is None or (name == "command" and has_option(argv[1:2], "vV")):
+        return NOTHING
+    spec = WRAPPERS[name]
+    found = [
+        (index, value)
+        for index in range(1, len(argv))
+        for option, value in [option_with_value(argv[index].text, argv, index, tuple(spec.scripts))]
+        if option and value is not None
+    ]
+    scripts = tuple(_code(word) for _, word in found)
+    start = min((index for index, _ in found), default=step.start)
+    commands: tuple[tuple[Word, ...], ...] = (step.argv,) if step.argv and not scripts else ()
+    problems: tuple[str, ...] = ()
+    if name == "xargs" and commands:
+        commands, problems = _xargs(argv, step.argv)
+    elif name == "sg" and commands:  # `sg GROUP 'cmd args'`: a string for `sh -c`
+        scripts, commands = (Script(" ".join(w.text for w in step.argv)),), ()
+        if any(w.expands for w in step.argv):
+            scripts = (Script(None, "`sg` of words known at run time"),)
+    elif name in ("su", "runuser") and not scripts and not (name == "runuser" and commands):
+        commands, problems = (), (f"`{name}` starts a shell that reads its standard input",)
+    if not commands and not scripts and not step.writes and not problems:
+        return NOTHING
+    return Carried(
+        start=start,
+        commands=commands,
+        scripts=scripts,
+        writes=step.writes,
+        variables=step.variables,
+        problems=problems,
+        chdir=step.chdir,
+        certain=step.certain,
+    )
+
+
+def _xargs(
+    argv: tuple[Word, ...], nested: tuple[Word, ...]
+) -> tuple[tuple[tuple[Word, ...], ...], tuple[str, ...]]:
+    """xargs appends words from its input to the command, or puts them where `-I STR`
+    says: those words are only known at run time, and inside a shell script they are
+    code."""
+    replace = _xargs_replacement(argv)
+    if replace is None:
+        return ((*nested, UNKNOWN_FILE),), ()
+    words = tuple(Word(w.text, expands=True) if replace in w.text else w for w in nested)
+    inner = program_name(nested)
+    if inner in SHELLS and any(replace in w.text for w in nested[1:]):
+        return (), ("`xargs -I` puts its input into shell code",)
+    return (words,), ()
+
+
+def _xargs_replacement(argv: tuple[Word, ...]) -> str | None:
+    for index, word in enumerate(argv[1:], start=1):
+        text = word.text
+        if text == "-I" and index + 1 < len(argv):
+            return argv[index + 1].text
+        if text.startswith("-I") and len(text) > 2:
+            return text[2:]
+        if text in ("-i", "--replace"):
+            return "{}"
+        if text.startswith(("-i", "--replace=")):
+            return text.split("=", 1)[1] if "=" in text else text[2:]
+    return None
+
+
+FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+FIND_WRITES = frozenset({"-fprint", "-fprint0", "-fprintf", "-fls"})
+_FIND_OPTIONS = frozenset({"-H", "-L", "-P", "-O0", "-O1", "-O2", "-O3"})
+
+
+def _find(argv: tuple[Word, ...]) -> Carried:
+    roots = find_roots(argv)
+    commands: list[tuple[Word, ...]] = []
+    writes: list[Word] = []
+    start: int | None = None
+    index = 1
+    while index < len(argv):
+        text = argv[index].text
+        if text in FIND_EXEC:
+            start = index if start is None else start
+            end = index + 1
+            while end < len(argv) and argv[end].text not in (";", "+"):
+                end += 1
+            nested = tuple(UNKNOWN_FILE if "{}" in w.text else w for w in argv[index + 1 : end])
+            if nested:
+                commands.append(nested)
+            index = end + 1
+            continue
+        if text in FIND_WRITES and index + 1 < len(argv):
+            start = index if start is None else start
+            writes.append(argv[index + 1])
+            index += 2
+            continue
+        if text == "-delete":
+            start = index if start is None else start
+            writes.extend(roots or (Word("."),))
+        index += 1
+    if start is None:
+        return NOTHING
+    return Carried(start=start, commands=tuple(commands), writes=tuple(writes))
+
+
+def find_roots(argv: tuple[Word, ...]) -> tuple[Word, ...]:
+    """The folders `find` searches: the words before its first expression."""
+    roots: list[Word] = []
+    for word in argv[1:]:
+        text = word.text
+        if text in _FIND_OPTIONS or text.startswith("-D"):
+            continue
+        if text.startswith(("-", "(", "!", ")")) and not word.expands:
+            break
+        roots.append(word)
+    return tuple(roots)
+
+
+# ripgrep ------------------------------------------------------------------------------------
+
+_DECOMPRESSORS = (
+    ("gzip", "-d", "-c"),
+    ("bzip2", "-d", "-c"),
+    ("xz", "-d", "-c"),
+    ("lz4", "-d", "-c"),
+    ("zstd", "-q", "-d", "-c"),
+    ("brotli", "-d", "-c"),
+    ("uncompress", "-c"),
+)
+"""What `rg -z` runs on compressed files."""
+_RG_PROGRAMS = ("--pre", "--hostname-bin")
+
+
+def _ripgrep(argv: tuple[Word, ...]) -> Carried:
+    commands: list[tuple[Word, ...]] = []
+    start: int | None = None
+    for index, word in enumerate(argv[1:], start=1):
+        text = word.text
+        if text == "--":
+            break
+        option, _, attached = text.partition("=")
+        if option in _RG_PROGRAMS:
+            value = (
+                Word(attached) if attached else (argv[index + 1] if index + 1 < len(argv) else None)
+            )
+            if value is not None:
+                start = index if start is None else start
+                commands.append((value, UNKNOWN_FILE) if option == "--pre" else (value,))
+        elif text == "--search-zip" or (
+            text.startswith("-") and not text.startswith("--") and "z" in text[1:]
+        ):
+            start = index if start is None else start
+            commands.extend((*(Word(w) for w in d), UNKNOWN_FILE) for d in _DECOMPRESSORS)
+    if start is None:
+        return NOTHING
+    return Carried(start=start, commands=tuple(commands))
+
+
+# sed and awk --------------------------------------------------------------------------------
+
+_SED_VALUES = frozenset({"-e", "--expression", "-f", "--file", "-l", "--line-length"})
+
+
+def _sed(argv: tuple[Word, ...]) -> Carried:
+    args = argv[1:]
+    scripts, operands, problems = sed_scripts(args)
+    writes: list[Word] = []
+    reads: list[Word] = []
+    code: list[Script] = []
+    for script in scripts:
+        if script.expands:
+            problems.append(f"its sed script `{excerpt(script.text)}` is only known at run time")
+            continue
+        effects = sed_effects(script.text)
+        if not effects.readable:
+            problems.append(f"cannot read its sed script `{excerpt(script.text)}`")
+        if effects.runs_input:
+            problems.append("its sed script runs text from the input as a command (`e`)")
+        writes.extend(Word(path) for path in effects.writes)
+        reads.extend(Word(path) for path in effects.reads)
+        code.extend(Script(text) for text in effects.scripts)
+    if has_option(args, "i", ("--in-place",)):
+        writes.extend(operands)
+    if not (writes or reads or code or problems):
+        return NOTHING
+    return Carried(
+        start=1,
+        scripts=tuple(code),
+        writes=tuple(writes),
+        reads=tuple(reads),
+        problems=tuple(problems),
+    )
+
+
+def sed_scripts(args: tuple[Word, ...]) -> tuple[list[Word], list[Word], list[str]]:
+    """sed's scripts (`-e S`, `--expression=S`, else its first operand), its file
+    operands, and what cannot be read (`-f FILE`: a script in a file)."""
+    scripts: list[Word] = []
+    problems: list[str] = []
+    operands: list[Word] = []
+    index = 0
+    while index < len(args):
+        word, index = args[index], index + 1
+        text = word.text
+        if text == "--":
+            operands.extend(args[index:])
+            break
+        if word.expands or not text.startswith("-") or text == "-":
+            operands.append(word)
+            continue
+        option, value, index = _sed_option(text, args, index)
+        if option == "e" and value is not None:
+            scripts.append(value)
+        elif option == "f":
+            problems.append("it reads its sed script from a file")
+    if not scripts and not problems and operands:
+        scripts.append(operands.pop(0))
+    return scripts, operands, problems
+
+
+def _sed_option(text: str, args: tuple[Word, ...], index: int) -> tuple[str, Word | None, int]:
+    """The option at `text` as `e` (a script), `f` (a script file) or "" (anything
+    else), its value, and the index after it."""
+    if text.startswith("--"):
+        option, eq, attached = text.partition("=")
+        if option not in _SED_VALUES:
+            return "", None, index
+        if not eq:
+            attached, index = (args[index].text if index < len(args) else ""), index + 1
+        letter = {"--expression": "e", "--file": "f"}.get(option, "")
+        return letter, Word(attached), index
+    for offset, letter in enumerate(text[1:], start=1):
+        if letter == "i":  # `-i[SUFFIX]`: the rest is the suffix
+            return "", None, index
+        if letter in "efl":
+            rest = text[offset + 1 :]
+            if rest:
+                return letter, Word(rest), index
+            value = args[index] if index < len(args) else None
+            return letter, value, index + 1
+    return "", None, index
+
+
+_AWKS = ("awk", "gawk", "mawk", "nawk", "busybox-awk")
+_AWK_RUNS = re.compile(r"\bsystem\s*\(|(?<!\|)\|(?!\|)|@load|@include")
+_AWK_WRITES = re.compile(r"\bprintf?\b[^;{}\n]*>")
+_AWK_VALUES = frozenset({"-F", "-v", "-f", "-i", "-l", "-E", "--file", "--include", "--load"})
+
+
+def _awk(argv: tuple[Word, ...]) -> Carried:
+    args = argv[1:]
+    if has_option(args, "", ("--file", "--include", "--load", "--exec")) or any(
+        w.text in ("-f", "-i", "-l", "-E") or w.text.startswith(("-f", "-i", "-l", "-E"))
+        for w in args
+    ):
+        return Carried(start=1, problems=("awk runs a program from a file",))
+    operands = operand_words(args, _AWK_VALUES)
+    if not operands:
+        return NOTHING
+    program = operands[0]
+    if program.expands:
+        return Carried(start=1, problems=("its awk program is only known at run time",))
+    if _AWK_RUNS.search(program.text):
+        return Carried(start=1, problems=("its awk program runs commands",))
+    if _AWK_WRITES.search(program.text):
+        return Carried(start=1, problems=("its awk program writes files",))
+    return NOTHING
+
+
+# git ----------------------------------------------------------------------------------------
+
+_GIT_GLOBAL_VALUES = frozenset(
+    {"-C", "-c", "--config-env", "--git-dir", "--work-tree", "--namespace", "--exec-path"}
+    | {"--super-prefix", "--attr-source", "--list-cmds"}
+)
+_GIT_PROGRAM_KEYS = re.compile(
+    r"(^|\.)(pager|editor|fsmonitor|sshcommand|hookspath|askpass|external|textconv"
+    r"|command|driver|clean|smudge|process|helper|program|cmd|packobjectshook|gitproxy"
+    r"|receivepack|uploadpack|path|templatedir|browser|smtpserver|tool)$"
+    r"|^(alias|pager|include|includeif|filter|diff|merge|credential|gpg|core\.worktree)\b",
+    re.IGNORECASE,
+)
+"""Config keys whose value is a program git runs, or a file of more config: setting one
+carries a command."""
+_GIT_SCRIPT_OPTIONS = {
+    "rebase": ("-x", "--exec"),
+    "difftool": ("-x", "--extcmd"),
+    "mergetool": ("--tool",),
+}
+_GIT_PROBLEM_OPTIONS = (
+    "--upload-pack",
+    "--receive-pack",
+    "--exec",
+    "--template",
+    "--open-files-in-pager",
+)
+
+
+def git_parts(argv: Sequence[Word]) -> tuple[list[Word], Word | None, list[Word]]:
+    """git's global options, its subcommand and the subcommand's arguments."""
+    args = list(argv[1:])
+    index = 0
+    while index < len(args):
+        text = args[index].text
+        if args[index].expands or not text.startswith("-"):
+            break
+        index += 2 if text in _GIT_GLOBAL_VALUES else 1
+    sub = args[index] if index < len(args) else None
+    return args[:index], sub, args[index + 1 :]
+
+
+def _git(argv: tuple[Word, ...]) -> Carried:
+    options, sub, args = git_parts(argv)
+    problems = [_git_global_problem(options)]
+    writes: list[Word] = []
+    scripts: list[Script] = []
+    commands: list[tuple[Word, ...]] = []
+    name = sub.text if sub is not None and not sub.expands else ""
+    if name == "config":
+        problems.append(_git_config_problem(args))
+    for index, word in enumerate(args):
+        text = word.text
+        option, _, attached = text.partition("=")
+        value = Word(attached) if attached else (args[index + 1] if index + 1 < len(args) else None)
+        if (option == "--output" and value is not None) or (
+            name == "format-patch" and option in ("-o", "--output-directory") and value
+        ):
+            writes.append(value)
+        elif option in _GIT_SCRIPT_OPTIONS.get(name, ()) and value is not None:
+            scripts.append(_code(value))
+        elif option.startswith(_GIT_PROBLEM_OPTIONS) or (name == "grep" and text.startswith("-O")):
+            problems.append(f"`git {name} {option}` runs a program the check cannot follow")
+    if name == "bisect" and args and args[0].text == "run" and len(args) > 1:
+        commands.append(tuple(args[1:]))
+    if name == "submodule" and args and args[0].text == "foreach" and len(args) > 1:
+        scripts.append(Script(" ".join(w.text for w in args[1:])))
+    if name == "filter-branch":
+        problems.append("`git filter-branch` runs filters the check cannot follow")
+    found = [p for p in problems if p]
+    if not (found or writes or scripts or commands):
+        return NOTHING
+    return Carried(
+        start=1,
+        commands=tuple(commands),
+        scripts=tuple(scripts),
+        writes=tuple(writes),
+        problems=tuple(found),
+    )
+
+
+def _git_global_problem(options: list[Word]) -> str:
+    for index, word in enumerate(options):
+        text = word.text
+        option, _, attached = text.partition("=")
+        value = (
+            attached if attached else (options[index + 1].text if index + 1 < len(options) else "")
+        )
+        if word.expands:
+            return "a git option is only known at run time"
+        if option in {"-c", "--config-env"}:
+            key = value.split("=", 1)[0]
+            if _GIT_PROGRAM_KEYS.search(key):
+                return f"`git -c {key}=…` sets a program git runs"
+        if option == "--exec-path" and value:
+            return "`git --exec-path` runs git commands from another folder"
+        if option == "--git-dir" and value.rstrip("/") != ".git":
+            return "`git --git-dir` may take config and hooks from a folder the agent wrote"
+    return ""
+
+
+def _git_config_problem(args: list[Word]) -> str:
+    for word in args:
+        if word.expands:
+            return "`git config` with a key only known at run time"
+        if not word.text.startswith("-") and _GIT_PROGRAM_KEYS.search(word.text):
+            return f"`git config {word.text}` sets a program git runs"
+    return ""
+
+
+# programs that write, or run shell code, through an option ----------------------------------
+
+
+def _options_carrier(
+    writes: Sequence[str] = (),
+    scripts: Sequence[str] = (),
+    problems: Sequence[str] = (),
+    operand_writes: Callable[[list[Word]], list[Word]] | None = None,
+    takes_value: Sequence[str] = (),
+) -> Callable[[tuple[Word, ...]], Carried]:
+    """A carrier described by its options: `writes` take a file it writes, `scripts`
+    shell code, `problems` make it uncheckable; `operand_writes` picks written operands."""
+    values = frozenset((*writes, *scripts, *takes_value))
+
+    def analyse(argv: tuple[Word, ...]) -> Carried:
+        found_writes: list[Word] = []
+        found_scripts: list[Script] = []
+        found_problems: list[str] = []
+        args = argv[1:]
+        for index, word in enumerate(args):
+            text = word.text
+            if text == "--":
+                break
+            if any(text.startswith(prefix) for prefix in problems):
+                found_problems.append(f"`{excerpt(text)}` runs a program the check cannot follow")
+                continue
+            option, value = option_with_value(text, args, index, (*writes, *scripts))
+            if option in writes and value is not None:
+                found_writes.append(value)
+            elif option in scripts and value is not None:
+                found_scripts.append(_code(value))
+        if operand_writes is not None:
+            found_writes.extend(operand_writes(operand_words(args, values)))
+        if not (found_writes or found_scripts or found_problems):
+            return NOTHING
+        return Carried(
+            start=1,
+            scripts=tuple(found_scripts),
+            writes=tuple(found_writes),
+            problems=tuple(found_problems),
+        )
+
+    return analyse
+
+
+def option_with_value(
+    text: str, args: Sequence[Word], index: int, names: Sequence[str]
+) -> tuple[str, Word | None]:
+    """Which of `names` the word `args[index]` gives, and its value: `--opt=V`,
+    `--opt V`, `-oV` or `-o V`. ("", None) for another word."""
+    option, eq, attached = text.partition("=")
+    following = args[index + 1] if index + 1 < len(args) else None
+    if text in names:
+        return text, following
+    if eq and option in names:
+        return option, Word(attached)
+    short = next((n for n in names if len(n) == 2 and text.startswith(n)), None)
+    if short is not None and not text.startswith("--"):
+        return short, Word(text[2:])
+    return "", None
+
+
+def _trap(argv: tuple[Word, ...]) -> Carried:
+    """`trap ACTION SIGNAL…` runs ACTION later; one operand (or `-`) resets."""
+    args = list(argv[1:])
+    if args and args[0].text in ("-p", "-l", "-P"):
+        return NOTHING
+    if args and args[0].text == "--":
+        args = args[1:]
+    if len(args) < 2 or args[0].text in ("-", ""):
+        return NOTHING
+    return Carried(start=1, scripts=(_code(args[0]),))
+
+
+def _watch(argv: tuple[Word, ...]) -> Carried:
+    """watch runs its words through `sh -c`, joined by spaces (with -x/--exec as argv)."""
+    args = argv[1:]
+    exec_form = has_option(args, "x", ("--exec",))
+    operands = operand_words(args, frozenset({"-n", "--interval", "-d", "--differences", "-q"}))
+    if not operands:
+        return NOTHING
+    start = len(argv) - len(operands)
+    if exec_form:
+        return Carried(start=start, commands=(tuple(operands),))
+    if any(word.expands for word in operands):
+        return Carried(start=start, scripts=(Script(None, "`watch` of words known at run time"),))
+    return Carried(start=start, scripts=(Script(" ".join(w.text for w in operands)),))
+
+
+def _script_program(argv: tuple[Word, ...]) -> Carried:
+    """`script [-c CMD] [FILE]`: runs CMD (without it, a shell reading its input) and
+    writes the typescript to FILE."""
+    args = argv[1:]
+    values = frozenset({"-c", "--command", "-E", "--echo", "-I", "--log-in", "-O", "--log-out"})
+    values |= {"-B", "--log-io", "-T", "--log-timing", "-m", "--logging-format"}
+    command: Word | None = None
+    for index, word in enumerate(args):
+        text = word.text
+        option, _, attached = text.partition("=")
+        following = args[index + 1] if index + 1 < len(args) else None
+        if option == "--command":
+            command = Word(attached) if attached else following
+        elif text.startswith("-") and not text.startswith("--") and "c" in text:
+            rest = text[text.index("c") + 1 :]
+            command = Word(rest) if rest else following
+    operands = [w for w in operand_words(args, values) if w is not command]
+    writes = tuple(operands[:1])
+    if command is None:
+        return Carried(
+            start=1, writes=writes, problems=("`script` starts a shell that reads its input",)
+        )
+    return Carried(start=1, scripts=(_code(command),), writes=writes)
+
+
+def _alias(argv: tuple[Word, ...]) -> Carried:
+    """`alias NAME=VALUE` makes NAME run VALUE in later lines (aliases are expanded in
+    POSIX mode): VALUE is checked as the code it is."""
+    scripts = []
+    for word in argv[1:]:
+        if word.expands:
+            scripts.append(Script(None, f"`{excerpt(word.text)}`"))
+        elif "=" in word.text and not word.text.startswith("-"):
+            scripts.append(Script(word.text.split("=", 1)[1]))
+    return Carried(start=1, scripts=tuple(scripts)) if scripts else NOTHING
+
+
+def _always(problem: str, option: str = "") -> Callable[[tuple[Word, ...]], Carried]:
+    """A program that is a problem (with `option` given, when that option is there)."""
+
+    def analyse(argv: tuple[Word, ...]) -> Carried:
+        if option and not any(w.text.startswith(option) for w in argv[1:]):
+            return NOTHING
+        return Carried(start=1, problems=(problem,))
+
+    return analyse
+
+
+def _second_operand(operands: list[Word]) -> list[Word]:
+    return operands[1:2]
+
+
+_SSH_COMMANDS = re.compile(r"proxycommand|localcommand|knownhostscommand|^-S|^-F", re.I)
+
+
+def _ssh(argv: tuple[Word, ...]) -> Carried:
+    """ssh's `-o ProxyCommand=…` (and its kin) runs a local command; `-F FILE` may set one."""
+    if any(_SSH_COMMANDS.search(word.text) for word in argv[1:]):
+        return Carried(
+            start=1, problems=("its options run a local command the check cannot follow",)
+        )
+    return NOTHING
+
+
+def _dd(argv: tuple[Word, ...]) -> Carried:
+    writes = tuple(Word(w.text[3:]) for w in argv[1:] if w.text.startswith("of=") and not w.expands)
+    unknown = any(w.expands and "of=" in w.text for w in argv[1:])
+    if unknown:
+        return Carried(start=1, problems=("`dd of=…` writes a file only known at run time",))
+    return Carried(start=1, writes=writes) if writes else NOTHING
+
+
+_CARRIERS: dict[str, Callable[[tuple[Word, ...]], Carried]] = {
+    "find": _find,
+    "rg": _ripgrep,
+    "sed": _sed,
+    "gsed": _sed,
+    **dict.fromkeys(_AWKS, _awk),
+    "git": _git,
+    "trap": _trap,
+    "watch": _watch,
+    "script": _script_program,
+    "parallel": _always("`parallel` fills its input into shell code"),
+    "alias": _alias,
+    "dd": _dd,
+    "tee": _options_carrier(operand_writes=list, takes_value=("--output-error",)),
+    "sort": _options_carrier(
+        writes=("-o", "--output"),
+        problems=("--compress-program",),
+        takes_value=("-k", "--key", "-t", "--field-separator", "-S", "--buffer-size", "-T"),
+    ),
+    "uniq": _options_carrier(
+        operand_writes=_second_operand, takes_value=("-f", "-s", "-w", "--skip-fields")
+    ),
+    "xxd": _options_carrier(
+        operand_writes=_second_operand, takes_value=("-c", "-g", "-l", "-o", "-s", "-n")
+    ),
+    "tree": _options_carrier(writes=("-o",), takes_value=("-L", "-P", "-I", "--fromfile")),
+    "curl": _options_carrier(
+        writes=(
+            "-o",
+            "--output",
+            "-D",
+            "--dump-header",
+            "-c",
+            "--cookie-jar",
+            "--trace",
+            "--trace-ascii",
+            "--stderr",
+            "--output-dir",
+            "--libcurl",
+            "--etag-save",
+        ),
+        problems=("-K", "--config"),
+    ),
+    "wget": _options_carrier(
+        writes=(
+            "-O",
+            "--output-document",
+            "-o",
+            "--output-file",
+            "-a",
+            "--append-output",
+            "-P",
+            "--directory-prefix",
+        ),
+        problems=("-e", "--execute", "--config", "--use-askpass"),
+    ),
+    "tar": _options_carrier(
+        scripts=("--to-command", "--info-script", "-F", "--new-volume-script", "--rsh-command"),
+        problems=("-I", "--use-compress-program", "--checkpoint-action"),
+    ),
+    "zip": _options_carrier(scripts=("-TT", "--unzip-command")),
+    "rsync": _options_carrier(scripts=("-e", "--rsh"), problems=("--rsync-path",)),
+    "ssh": _ssh,
+    "scp": _ssh,
+    "sftp": _ssh,
+    "man": _options_carrier(scripts=("-P", "--pager"), problems=("-H", "--html")),
+    "nix-shell": _options_carrier(scripts=("--run", "--command")),
+    "vim": _always("vim can run shell commands from its options", "-"),
+    "nvim": _always("nvim can run shell commands from its options", "-"),
+    "vi": _always("vi can run shell commands from its options", "-"),
+    "emacs": _always("emacs can run code from its options", "--"),
+    "hash": _always("`hash -p` makes a name run another program", "-p"),
+    "enable": _always("`enable -f` loads code from a file into the shell", "-f"),
+    "tmux": _always("tmux runs commands the check cannot follow"),
+    "screen": _always("screen runs commands the check cannot follow"),
+    "at": _always("`at` runs commands from its input later"),
+    "batch": _always("`batch` runs commands from its input later"),
+    "crontab": _always("`crontab` schedules commands"),
+    "expect": _always("expect runs commands the check cannot follow"),
+    "mapfile": _always("`mapfile -C` runs a callback", "-C"),
+    "readarray": _always("`readarray -C` runs a callback", "-C"),
+}
+
+
+# --- variables whose value bash or a program runs ------------------------------------------
+
+DEFERRED_CODE_VARIABLES = frozenset(
+    {"PS0", "PS1", "PS2", "PS3", "PS4", "BASH_ENV", "ENV", "PROMPT_COMMAND"}
+)
+"""Bash expands these later (`set -x` prints PS4, a new bash reads $BASH_ENV): a `$(…)`
+in their value runs then."""
+PROGRAM_VARIABLES = frozenset(
+    {"PAGER", "GIT_PAGER", "MANPAGER", "SYSTEMD_PAGER", "EDITOR", "VISUAL", "GIT_EDITOR"}
+    | {"GIT_SEQUENCE_EDITOR", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF"}
+    | {"GIT_ASKPASS", "SSH_ASKPASS", "SUDO_ASKPASS", "GIT_PROXY_COMMAND", "LESSOPEN"}
+    | {"LESSCLOSE", "BROWSER", "RSYNC_RSH"}
+)
+"""Their value is a command line that programs run: checked as the commands it holds."""
+CONFIG_VARIABLES = frozenset(
+    {"GIT_DIR", "GIT_CONFIG", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_COUNT"}
+    | {"GIT_CONFIG_PARAMETERS", "GIT_EXEC_PATH", "GIT_TEMPLATE_DIR", "LD_PRELOAD", "LD_AUDIT"}
+)
+"""They make a program take code or configuration from a file the line names."""

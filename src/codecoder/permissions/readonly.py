@@ -1,0 +1,199 @@
+"""The built-in read-only list: plain commands that only read (`ls`, `cat`, `grep`,
+`git status` …), allowed at the chain's last level in every mode, and what the options
+are that would make them run or write something (then they are judged like any other
+command). A command on the list gets a read check for each file it reads, so reading
+outside the workspace still asks and `read(…)` rules apply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from codecoder.permissions.programs import (
+    FIND_EXEC,
+    FIND_WRITES,
+    find_roots,
+    git_parts,
+    sed_scripts,
+)
+from codecoder.permissions.sedscript import sed_effects
+from codecoder.permissions.words import Word, has_option, operand_words, program_name
+from codecoder.permissions.wrappers import unwrap_one
+
+
+class _ReadOnly(NamedTuple):
+    unsafe: tuple[str, ...] = ()
+    """Options (or their prefixes with `=`) that make it run or write something."""
+    paths: str = "operands"
+    """Which words are files it reads: `operands`, `none`, or `after-first` (the first
+    operand is a pattern, as for grep, unless `-e`/`-f` gives it)."""
+    max_operands: int | None = None
+    min_operands: int = 0
+
+
+_PLAIN_FILES = """
+    cat head tail wc ls nl od hexdump strings rev tac fold fmt column paste comm join diff
+    cmp stat du df realpath readlink md5sum sha1sum sha224sum sha256sum sha384sum sha512sum
+    b2sum cksum base64 base32 cut
+"""
+_NO_FILES = """
+    pwd echo true false : basename dirname which type uname whoami id seq nproc test [ expr
+    tr sleep
+"""
+
+READ_ONLY: dict[str, _ReadOnly] = {
+    **dict.fromkeys(_PLAIN_FILES.split(), _ReadOnly()),
+    **dict.fromkeys(_NO_FILES.split(), _ReadOnly(paths="none")),
+    "cd": _ReadOnly(("-",), max_operands=1, min_operands=1),
+    "printf": _ReadOnly(("-v",), paths="none"),
+    "env": _ReadOnly(paths="none", max_operands=0),
+    "printenv": _ReadOnly(paths="none"),
+    "hostname": _ReadOnly(("-F", "--file", "-b", "--boot"), paths="none", max_operands=0),
+    "date": _ReadOnly(("-s", "--set"), paths="none"),
+    "file": _ReadOnly(("-C", "--compile")),
+    **dict.fromkeys(("grep", "egrep", "fgrep", "jq"), _ReadOnly(paths="after-first")),
+    "rg": _ReadOnly(("--pre", "--pre-glob", "-z", "--search-zip", "--hostname-bin"), "after-first"),
+    "find": _ReadOnly((*FIND_EXEC, *FIND_WRITES, "-delete"), paths="find"),
+    "tree": _ReadOnly(("-o",)),
+    "sort": _ReadOnly(("-o", "--output", "--compress-program")),
+    "uniq": _ReadOnly(max_operands=1),
+    "xxd": _ReadOnly(("-r", "--revert"), max_operands=1),
+    "sed": _ReadOnly(("-i", "--in-place", "-f", "--file"), paths="sed"),
+    "git": _ReadOnly(paths="git"),
+}
+"""Plain commands that only read; the options that would make them do more."""
+
+TRANSPARENT_WRAPPERS = frozenset({"time", "nice", "timeout", "stdbuf", "command", "builtin"})
+"""Wrappers that add nothing to what they run: read-only when what they run is."""
+
+
+class ReadOnly(NamedTuple):
+    """A command on the read-only list, and the words it reads as files."""
+
+    paths: tuple[Word, ...]
+
+
+def read_only(argv: tuple[Word, ...]) -> ReadOnly | None:
+    """The command as a plain read (None when it is not on the list, or an option or a
+    word only known at run time could make it run or write something)."""
+    name = program_name(argv)
+    if name is None:
+        return None
+    if name in TRANSPARENT_WRAPPERS:
+        step = unwrap_one(argv)
+        return ReadOnly(()) if step is not None and step.argv and not step.writes else None
+    spec = READ_ONLY.get(name)
+    if spec is None or argv[0].text != name:  # `./ls` is a program of the workspace
+        return None
+    args = argv[1:]
+    if any(_unsafe(word.text, spec.unsafe) for word in args):
+        return None
+    if spec.paths == "git":
+        return ReadOnly(()) if git_reads_only(argv) else None
+    if spec.paths == "sed":
+        return _read_only_sed(args)
+    if spec.paths == "find":
+        return ReadOnly(find_roots(argv))
+    operands = operand_words(args, frozenset())
+    if spec.max_operands is not None and len(operands) > spec.max_operands:
+        return None
+    if len(operands) < spec.min_operands:
+        return None
+    if spec.paths == "none":
+        return ReadOnly(())
+    if spec.paths == "after-first" and not has_option(args, "ef", ("--regexp", "--file")):
+        operands = operands[1:]
+    return ReadOnly((*operands, *_attached_values(args)))
+
+
+def _attached_values(args: Sequence[Word]) -> list[Word]:
+    """Values attached to options (`--file=PATH`, `-f/etc/x`): they may name a file the
+    program reads, so they are checked as paths too. A cluster of short flags (`-la`)
+    names none."""
+    found: list[Word] = []
+    for word in args:
+        text = word.text
+        if text == "--":
+            break
+        if text.startswith("--") and "=" in text:
+            found.append(Word(text.split("=", 1)[1], word.expands))
+        elif text.startswith("-") and not text.startswith("--") and len(text) > 2:
+            value = text[2:]
+            if word.expands or not value.isalnum():
+                found.append(Word(value, word.expands))
+    return found
+
+
+def _unsafe(text: str, unsafe: tuple[str, ...]) -> bool:
+    """Whether the word gives one of the `unsafe` options (a short one also inside a
+    cluster of flags: `-ni` is `-n -i`)."""
+    short = text.startswith("-") and not text.startswith("--")
+    for option in unsafe:
+        if text == option or (option.startswith("--") and text.startswith(option + "=")):
+            return True
+        if short and len(option) == 2 and option[1] in text[1:]:
+            return True
+    return False
+
+
+def _read_only_sed(args: tuple[Word, ...]) -> ReadOnly | None:
+    scripts, operands, problems = sed_scripts(args)
+    if problems or not scripts:
+        return None
+    for script in scripts:
+        if script.expands:
+            return None
+        effects = sed_effects(script.text)
+        if not effects.readable or effects.writes or effects.reads or effects.scripts:
+            return None
+        if effects.runs_input:
+            return None
+    return ReadOnly(tuple(operands))
+
+
+_GIT_READ_ONLY = frozenset(
+    {"status", "log", "diff", "show", "blame", "annotate", "rev-parse", "ls-files", "ls-tree"}
+    | {"cat-file", "describe", "shortlog", "merge-base", "show-ref", "grep", "count-objects"}
+    | {"name-rev", "for-each-ref", "rev-list", "version", "whatchanged", "cherry", "diff-tree"}
+    | {"diff-files", "diff-index", "check-ignore", "check-attr", "var"}
+)
+_BRANCH_LISTING = """
+    -a --all -r --remotes -v -vv --list -l --show-current --contains --merged --no-merged
+    --sort --format --points-at
+"""
+_GIT_LISTING = {
+    "branch": tuple(_BRANCH_LISTING.split()),
+    "tag": ("-l", "--list", "-n", "--contains", "--merged", "--sort", "--format"),
+    "remote": ("-v", "--verbose", "get-url"),
+    "stash": ("list", "show"),
+    "worktree": ("list",),
+    "reflog": ("show",),
+    "config": ("--get", "--get-all", "--get-regexp", "--list", "-l"),
+}
+"""Subcommands that only read when given one of these (or, but for config, nothing)."""
+_GIT_UNSAFE = ("--output", "--ext-diff", "--no-index", "-O", "--open-files-in-pager")
+_GIT_SAFE_GLOBALS = frozenset({"--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs"})
+
+
+def git_reads_only(argv: Sequence[Word]) -> bool:
+    """`git status`, `git log -p`, `git branch -a` …: a subcommand that only reads, with
+    no option that writes a file, runs a program or leaves the repository."""
+    options, sub, args = git_parts(argv)
+    if sub is None or sub.expands or any(w.text not in _GIT_SAFE_GLOBALS for w in options):
+        return False
+    if any(w.expands and w.text.startswith("-") for w in args):
+        return False
+    if any(_unsafe(w.text, _GIT_UNSAFE) for w in args if w.text.startswith("-")):
+        return False
+    if sub.text in _GIT_READ_ONLY:
+        return True
+    listing = _GIT_LISTING.get(sub.text)
+    if listing is None:
+        return False
+    if not args:  # `git stash` alone pushes; `git config` alone is a usage error
+        return sub.text in ("branch", "tag", "remote", "reflog")
+    first = args[0].text
+    if sub.text in ("stash", "worktree", "reflog"):
+        return first in listing
+    return first in listing or first.split("=", 1)[0] in listing

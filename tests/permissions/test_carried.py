@@ -1,0 +1,273 @@
+"""Commands, shell code and writes that a program carries in its arguments
+(permissions/programs.py), and deny rules on lines that cannot be checked.
+
+A deny rule sees every carried command; a prefix allow rule authorises the program and
+the words it spells out, never what it carries beyond them. The cases that run for real
+go through the kernel with the real run_command and check that nothing happened.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codecoder.kernel.events import ConfirmRequest, ToolFinished
+from codecoder.permissions import RulePolicy
+from codecoder.permissions.modes import ApprovalMode
+from codecoder.permissions.shell import MAX_COMMAND_CHARS
+
+from .helpers import World, drive, run, write_user_rules
+
+DENY_RM = {"deny": ["run_command(rm:*)"]}
+
+CARRIED_RM = [
+    "trap 'rm -f victim' EXIT",
+    "trap -- 'rm -f victim' INT EXIT",
+    "script -q -c 'rm -f victim' /dev/null",
+    "script -qc 'rm -f victim' /dev/null",
+    "flock LOCK rm -f victim",
+    "flock -w 5 LOCK rm -f victim",
+    "flock LOCK -c 'rm -f victim'",
+    "chroot / rm -f victim",
+    "unshare rm -f victim",
+    "unshare -r -- rm -f victim",
+    "strace -f -o /dev/null rm -f victim",
+    "ltrace -o /dev/null rm -f victim",
+    "runuser -u root -- rm -f victim",
+    "runuser root -c 'rm -f victim'",
+    "su -c 'rm -f victim'",
+    "su root -c 'rm -f victim'",
+    "su --command='rm -f victim' root",
+    "sg root 'rm -f victim'",
+    "ash -c 'rm -f victim'",
+    "rbash -c 'rm -f victim'",
+    "busybox sh -c 'rm -f victim'",
+    "busybox ash -c 'rm -f victim'",
+    "watch -n 1 'rm -f victim'",
+    "watch -x rm -f victim",
+    "setpriv rm -f victim",
+    "nsenter rm -f victim",
+    "prlimit --nofile=10 rm -f victim",
+    "fakeroot rm -f victim",
+    "systemd-run --user rm -f victim",
+    "time -o /dev/null rm -f victim",
+    "nice -n 5 ionice -c 3 rm -f victim",
+    "uv run rm -f victim",
+    "poetry run rm -f victim",
+    "env GIT_PAGER='rm -f victim' git -p log",
+    "GIT_PAGER='rm -f victim' git -p log",
+    "export EDITOR='rm -f victim'",
+    "alias ls='rm -f victim'",
+    "find . -name victim -exec rm -f {} \\;",
+    "find . -execdir rm -f {} +",
+    "find . -ok rm -f {} \\;",
+    "ls victim | xargs rm -f",
+    "xargs -I{} rm -f {} < list",
+    "sed -n 'e rm -f victim' README.md",
+    "git rebase --exec 'rm -f victim' HEAD~1",
+    "git bisect run rm -f victim",
+    "git submodule foreach 'rm -f victim'",
+    "man -P 'rm -f victim' ls",
+    "nix-shell --run 'rm -f victim'",
+    "rsync -e 'rm -f victim' a b:c",
+    "tar --to-command='rm -f victim' -xf x.tar",
+]
+
+
+@pytest.mark.parametrize("line", CARRIED_RM)
+@pytest.mark.parametrize("mode", ["ask", "full-auto", "never-ask"])
+def test_a_deny_rule_sees_the_carried_command(
+    tmp_path: Path, mode: ApprovalMode, line: str
+) -> None:
+    write_user_rules(DENY_RM)
+    decision = RulePolicy.load(tmp_path, mode).decide(*run(line))
+    assert decision.verdict == "deny", decision.reason
+    assert "rm:*" in decision.reason
+
+
+UNREADABLE_RM = [
+    "rm -f victim; " + "true; " * 1700,
+    "rm -f victim; echo \u200b",
+    "rm -f victim; echo 'open",
+    "rm -f victim \\\n; true",
+    "fish -c 'rm -f victim'",
+    "csh -c 'rm -f victim'",
+    "bash -c " + "'bash -c " * 45 + "rm -f victim",
+]
+
+
+@pytest.mark.parametrize("line", UNREADABLE_RM)
+def test_a_deny_rule_wins_over_a_line_that_cannot_be_checked(tmp_path: Path, line: str) -> None:
+    """The reviewer's case: too long to check was asked about, and an answer of allow
+    deleted the file the deny rule protects."""
+    write_user_rules(DENY_RM)
+    decision = RulePolicy.load(tmp_path, "ask").decide(*run(line))
+    assert decision.verdict == "deny", decision.reason
+
+
+def test_a_long_line_is_denied_through_the_kernel_without_a_question(world: World) -> None:
+    write_user_rules(DENY_RM)
+    victim = world.ws / "victim"
+    victim.write_text("keep me\n")
+    line = "rm -f victim; " + "true; " * 1700
+    assert len(line) > MAX_COMMAND_CHARS
+    events = drive(world, "ask", "run_command", {"command": line}, answer="allow_once")
+    assert not any(isinstance(e, ConfirmRequest) for e in events)
+    (finished,) = [e for e in events if isinstance(e, ToolFinished)]
+    assert finished.error is not None and finished.error.kind == "denied"
+    assert victim.exists()
+
+
+def test_the_best_effort_split_never_allows(tmp_path: Path) -> None:
+    write_user_rules({"allow": ["run_command(true)", "run_command(rm:*)"]})
+    decision = RulePolicy.load(tmp_path, "ask").decide(*run("true; " * 2000))
+    assert decision.verdict == "ask"
+
+
+# --- prefix allow rules authorise the program, not what it carries ---------------------
+
+ALLOW_CASES = {
+    # rule: (lines that must still ask, lines the rule allows)
+    "run_command(find:*)": (
+        [
+            "find . -exec rm {} \\;",
+            "find . -execdir rm {} +",
+            "find . -ok rm {} \\;",
+            "find . -okdir rm {} \\;",
+            "find . -name x -delete",
+            "find . -fprint /tmp/out",
+            "find . -fprint0 ../out",
+            "find . -fprintf ~/out %p",
+            "find . -fls /tmp/out",
+        ],
+        ["find . -name '*.py'", "find src -type f -newer README.md"],
+    ),
+    "run_command(rg:*)": (
+        [
+            "rg --pre ./tool foo",
+            "rg --pre=./tool foo",
+            "rg -z foo",
+            "rg --search-zip foo",
+            "rg --hostname-bin=./tool foo",
+        ],
+        ["rg foo", "rg -n --glob '*.py' foo src"],
+    ),
+    "run_command(sed:*)": (
+        [
+            "sed 'e touch x' f",
+            "sed -n 'e' f",
+            "sed 's/a/b/e' f",
+            "sed 'w /tmp/out' f",
+            "sed 's/a/b/w /tmp/out' f",
+            "sed -e 'W ../out' f",
+            "sed -f script.sed f",
+            "sed -i 's/a/b/' f",
+            "sed --expression='1e touch x' f",
+        ],
+        ["sed -n '1,20p' f", "sed 's/hello/world/g' f", "sed -e '/x/d' -e 's/we/were/' f"],
+    ),
+    "run_command(awk:*)": (
+        [
+            "awk 'BEGIN { system(\"touch x\") }'",
+            "awk '{ print | \"sh\" }' f",
+            "awk '{ print > \"/tmp/out\" }' f",
+            "awk -f prog.awk f",
+        ],
+        ["awk '{ print $1 }' f", "awk -F, '$2 > 3 || $1 == \"a\"' f"],
+    ),
+    "run_command(git:*)": (
+        [
+            "git -c core.fsmonitor='touch x' status",
+            "git -c core.pager='touch x' log",
+            "git -c alias.st='!touch x' st",
+            "git config core.hooksPath hooks",
+            "git config --local core.fsmonitor 'touch x'",
+            "git --git-dir=sub status",
+            "git log --output=/tmp/out",
+            "git grep -O'touch x' foo",
+        ],
+        ["git status", "git log -p", "git -c color.ui=always log", "git config user.name x"],
+    ),
+    "run_command(sudo:*)": (["sudo rm -rf x", "sudo -u bob touch x"], ["sudo ls"]),
+    "run_command(timeout:*)": (["timeout 5 touch x"], ["timeout 5 ls"]),
+    "run_command(env:*)": (["env touch x", "env X=1 touch x"], ["env"]),
+    "run_command(xargs:*)": (["xargs touch", "xargs -I{} cat {}"], []),
+    "run_command(tee:*)": (["tee /tmp/out", "tee -a ../out"], ["tee out.txt"]),
+    "run_command(sort:*)": (["sort -o /tmp/out f", "sort --compress-program=./z f"], ["sort f"]),
+    "run_command(su:*)": (["su -c 'touch x'", "su"], []),
+    "run_command(trap:*)": (["trap 'touch x' EXIT"], ["trap - EXIT", "trap -p"]),
+}
+
+
+@pytest.mark.parametrize("rule", list(ALLOW_CASES))
+def test_a_prefix_rule_authorises_the_program_not_what_it_carries(
+    tmp_path: Path, rule: str
+) -> None:
+    write_user_rules({"allow": [rule, "edit(out.txt)"]})
+    policy = RulePolicy.load(tmp_path, "ask")
+    asks, allowed = ALLOW_CASES[rule]
+    for line in asks:
+        decision = policy.decide(*run(line))
+        assert decision.verdict == "ask", (line, decision.reason)
+    for line in allowed:
+        decision = policy.decide(*run(line))
+        assert decision.verdict == "allow", (line, decision.reason)
+
+
+def test_the_carried_command_is_allowed_by_a_rule_of_its_own(tmp_path: Path) -> None:
+    write_user_rules({"allow": ["run_command(find:*)", "run_command(grep:*)"]})
+    decision = RulePolicy.load(tmp_path, "ask").decide(*run("find . -exec grep -l x {} +"))
+    assert decision.verdict == "ask"  # `{}` is only known at run time
+    write_user_rules({"allow": ["run_command(sudo:*)", "run_command(make test)"]})
+    assert RulePolicy.load(tmp_path, "ask").decide(*run("sudo make test")).verdict == "allow"
+
+
+@pytest.mark.parametrize(
+    "rule",
+    ["run_command(sudo make test)", "run_command(sudo make:*)", "run_command(timeout 5 make:*)"],
+)
+def test_a_rule_that_spells_out_the_carried_command_covers_it(tmp_path: Path, rule: str) -> None:
+    write_user_rules({"allow": [rule]})
+    line = "timeout 5 make test" if "timeout" in rule else "sudo make test"
+    assert RulePolicy.load(tmp_path, "ask").decide(*run(line)).verdict == "allow"
+
+
+def test_always_for_this_project_writes_one_rule_for_a_carrier(tmp_path: Path) -> None:
+    from codecoder import paths
+
+    policy = RulePolicy.load(tmp_path, "ask")
+    tool, request = run("sudo make test")
+    policy.remember(tool, request, "project")
+    local = paths.project_dir(tmp_path) / "config.local.toml"
+    assert "run_command(sudo make test)" in local.read_text()
+    assert "run_command(make test)" not in local.read_text()
+
+
+FIND_ATTACKS = {
+    "find -exec": ("find . -name README.md -exec touch {out}/exec \\;", "exec"),
+    "find -execdir": ("find . -name README.md -execdir touch {out}/execdir \\;", "execdir"),
+    "find -fprint": ("find . -name README.md -fprint {out}/fprint", "fprint"),
+    "find -fls": ("find . -name README.md -fls {out}/fls", "fls"),
+    "sed e": ("sed -n '1e touch {out}/sed-e' README.md", "sed-e"),
+    "sed w": ("sed -n 'w {out}/sed-w' README.md", "sed-w"),
+    "rg --pre": ("rg --pre ./tool hello", "pre"),
+}
+
+
+@pytest.mark.parametrize("case", list(FIND_ATTACKS))
+@pytest.mark.parametrize("mode", ["ask", "never-ask", "full-auto"])
+def test_carried_effects_never_happen_through_the_kernel(
+    world: World, mode: ApprovalMode, case: str
+) -> None:
+    write_user_rules({"allow": ["run_command(find:*)", "run_command(sed:*)", "run_command(rg:*)"]})
+    line, marker = FIND_ATTACKS[case]
+    if mode == "full-auto" and case == "rg --pre":
+        pytest.skip("full-auto runs a program of the workspace by design")
+    tool = world.ws / "tool"
+    tool.write_text(f'#!/bin/sh\ntouch {world.out}/pre\ncat "$1"\n')
+    tool.chmod(0o755)
+    events = drive(world, mode, "run_command", {"command": line.format(out=world.out)})
+    (finished,) = [e for e in events if isinstance(e, ToolFinished)]
+    assert finished.error is not None and finished.error.kind == "denied"
+    assert not (world.out / marker).exists()

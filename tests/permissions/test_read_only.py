@@ -1,0 +1,166 @@
+"""The built-in read-only list (programs.read_only): plain reads run without a question,
+in every mode, with no rule; anything that could run or write more does not."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from codecoder.kernel.events import ConfirmRequest, ToolFinished
+from codecoder.permissions import RulePolicy
+from codecoder.permissions.modes import MODES, ApprovalMode
+
+from .helpers import World, drive, run, write_user_rules
+
+PLAIN_READS = [
+    "ls",
+    "ls -la src",
+    "cat README.md",
+    "head -n 5 README.md | wc -l",
+    "tail -n +2 README.md",
+    "grep -rn hello .",
+    "grep -e hello README.md",
+    "rg hello src",
+    "find . -name '*.py' -type f",
+    "git status",
+    "git log --oneline -5",
+    "git diff HEAD~1 -- src",
+    "git show HEAD:README.md",
+    "git branch -a",
+    "sed -n '1,20p' README.md",
+    "echo $HOME",
+    "pwd && which git",
+    "cat src/*.py",
+    "cd src && ls",
+    "wc -l README.md src/a.py",
+    "sort README.md | uniq -c",
+    "diff README.md src/a.py",
+    "stat README.md",
+    "[ -f README.md ] && echo yes",
+]
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    (ws / "src").mkdir(parents=True)
+    (ws / "README.md").write_text("hello\n")
+    (ws / "src" / "a.py").write_text("print('hello')\n")
+    return ws
+
+
+@pytest.mark.parametrize("mode", [m for m in MODES if m != "read-only"] + ["read-only"])
+@pytest.mark.parametrize("line", PLAIN_READS)
+def test_a_plain_read_runs_in_every_mode(workspace: Path, mode: ApprovalMode, line: str) -> None:
+    decision = RulePolicy(workspace, mode).decide(*run(line))
+    assert decision.verdict == "allow", decision.reason
+
+
+NOT_PLAIN = [
+    "ls > listing.txt",
+    "cat README.md | tee copy.txt",
+    "cat /etc/passwd",
+    "cat ../outside.txt",
+    "cat ~/.ssh/id_rsa",
+    "head $F",
+    "ls $(echo /)",
+    "grep -r root /etc",
+    "grep -f/etc/passwd x README.md",
+    "ls --dir=/etc",
+    "find / -name passwd",
+    "find . -delete",
+    "find . -exec cat {} \\;",
+    "rg --pre ./tool hello",
+    "rg -z hello",
+    "sed -i 's/a/b/' README.md",
+    "sed -n 'w out' README.md",
+    "sed -n '1e touch x' README.md",
+    "git -c core.pager=cat log",
+    "git log --output=out",
+    "git diff --ext-diff",
+    "git diff --no-index /etc/passwd README.md",
+    "git --git-dir=sub status",
+    "git branch new-branch",
+    "git tag v1",
+    "git config core.editor vim",
+    "git stash",
+    "git commit -m x",
+    "sort -o out README.md",
+    "uniq README.md out",
+    "xxd README.md out",
+    "tree -o out",
+    "date -s 2020-01-01",
+    "hostname evil",
+    "printf -v x y",
+    "./ls",
+    "PATH=. ls",
+    "LD_PRELOAD=./x.so ls",
+    "cd",
+    "cd -",
+    "cd .. && ls",
+    "cd src && cat ../../x",
+    "cd src && cat a.py",
+    "env X=1 ls",
+    "xargs cat < list",
+    "ls .*",
+    "cat .*/config",
+    "less README.md",
+    "awk '{print}' README.md",
+    "python3 -c 'print(1)'",
+    "touch x",
+]
+
+
+@pytest.mark.parametrize("line", NOT_PLAIN)
+def test_what_could_do_more_than_read_is_not_on_the_list(workspace: Path, line: str) -> None:
+    (workspace.parent / "outside.txt").write_text("secret\n")
+    decision = RulePolicy(workspace, "ask").decide(*run(line))
+    assert decision.verdict == "ask", decision.reason
+    assert RulePolicy(workspace, "never-ask").decide(*run(line)).verdict == "deny"
+    assert RulePolicy(workspace, "read-only").decide(*run(line)).verdict in ("ask", "deny")
+
+
+def test_a_glob_is_judged_by_what_it_matches(workspace: Path, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("key\n")
+    (workspace / "src" / "link.txt").symlink_to(secret)
+    decision = RulePolicy(workspace, "ask").decide(*run("cat src/*"))
+    assert decision.verdict == "ask" and "secret.txt" in decision.reason
+    os.unlink(workspace / "src" / "link.txt")
+    assert RulePolicy(workspace, "ask").decide(*run("cat src/*")).verdict == "allow"
+
+
+def test_a_link_out_of_the_workspace_is_a_read_outside(workspace: Path, tmp_path: Path) -> None:
+    (workspace / "etc").symlink_to("/etc")
+    for line in ("cat etc/hostname", "cd etc && ls", "ls etc"):
+        assert RulePolicy(workspace, "never-ask").decide(*run(line)).verdict == "deny", line
+
+
+def test_rules_still_deny_or_ask(workspace: Path) -> None:
+    (workspace / ".env").write_text("TOKEN=x\n")
+    write_user_rules({"deny": ["read(.env)"], "ask": ["run_command(git log:*)"]})
+    policy = RulePolicy.load(workspace, "full-auto")
+    assert policy.decide(*run("cat .env")).verdict == "deny"
+    assert policy.decide(*run("grep TOKEN .env")).verdict == "deny"
+    assert policy.decide(*run("git log")).verdict == "ask"
+    assert policy.decide(*run("git status")).verdict == "allow"
+
+
+def test_read_only_mode_offers_commands_but_runs_only_plain_reads(workspace: Path) -> None:
+    policy = RulePolicy(workspace, "read-only")
+    assert policy.decide(*run("git status")).verdict == "allow"
+    write_user_rules({"allow": ["run_command(touch:*)"]})
+    decision = RulePolicy.load(workspace, "read-only").decide(*run("touch x"))
+    assert decision.verdict == "deny" and "read-only" in decision.reason
+
+
+def test_never_ask_runs_ls_through_the_kernel(world: World) -> None:
+    """The reviewer's complaint: `ls` was denied headless unless a rule allowed it."""
+    write_user_rules({})
+    events = drive(world, "never-ask", "run_command", {"command": "ls && git status"})
+    assert not any(isinstance(e, ConfirmRequest) for e in events)
+    (finished,) = [e for e in events if isinstance(e, ToolFinished)]
+    assert finished.status == "success"
+    assert finished.result is not None and "README.md" in finished.result.text
