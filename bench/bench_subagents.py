@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from codecoder.cli.children import SubagentFactory, SubagentSettings
+from codecoder.app.children import SubagentFactory, SubagentSettings
 from codecoder.kernel.cancel import CancelToken
 from codecoder.kernel.events import Done
 from codecoder.kernel.loop import AgentLoop

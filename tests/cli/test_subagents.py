@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from codecoder.cli.children import SubagentFactory, SubagentSettings
+from codecoder.app.children import SubagentFactory, SubagentSettings
 from codecoder.context.profiles import AgentProfile
 from codecoder.kernel.events import Done, NewToken, Subagent, ToolFinished, ToolStarted
 from codecoder.kernel.handle import AgentHandle

@@ -48,3 +48,33 @@ def test_importing_the_kernel_loads_no_edge_package() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+FACES = ("codecoder.cli", "codecoder.daemon")
+"""The faces of CodeCoder: the composition root serves them and imports none."""
+
+
+def _package_imports(package: str) -> dict[str, set[str]]:
+    root = KERNEL.parent / package
+    return {path.name: _imports(path) for path in sorted(root.glob("*.py"))}
+
+
+def test_the_composition_root_imports_no_face() -> None:
+    modules = _package_imports("app")
+    assert {"wiring.py", "children.py", "options.py"} <= set(modules)
+    for name, imports in modules.items():
+        bad = [i for i in imports if i.startswith(FACES)]
+        assert not bad, f"app/{name} imports {bad}"
+
+
+def test_the_daemon_imports_no_cli_and_the_cli_no_daemon_internals() -> None:
+    for name, imports in _package_imports("daemon").items():
+        bad = [i for i in imports if i.startswith("codecoder.cli")]
+        assert not bad, f"daemon/{name} imports {bad}"
+    for name, imports in _package_imports("cli").items():
+        bad = [
+            i
+            for i in imports
+            if i.startswith("codecoder.daemon") and i != "codecoder.daemon.client"
+        ]
+        assert not bad, f"cli/{name} imports {bad}"

@@ -1,5 +1,6 @@
 """The command line's parser and subcommand entry points (imported once a command runs,
-never for `--version`)."""
+never for `--version`). The argparse namespace stops here: each entry point turns it into
+the typed options its command takes (AgentOptions, ExecOptions, DemoOptions)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ import re
 import sys
 from typing import Any, NoReturn
 
-from codecoder.cli.main import APPROVAL_MODES
+import msgspec
+
+from codecoder.app.options import AgentOptions
+from codecoder.permissions.modes import MODES as APPROVAL_MODES
 
 COMMANDS = (
     "exec",
@@ -195,21 +199,56 @@ def _session_options(parser: Any) -> None:
     session.add_argument("--resume", metavar="ID", help="continue the session ID")
 
 
-def _interactive(options: Any) -> int:
+class ExecOptions(msgspec.Struct, frozen=True):
+    """`codecoder exec`."""
+
+    agent: AgentOptions
+    task: str
+    json: bool = False
+    stdin_replies: bool = False
+
+
+class DemoOptions(msgspec.Struct, frozen=True):
+    """`codecoder demo`."""
+
+    speed: float = 1.0
+    keep: bool = False
+
+
+def agent_options(namespace: argparse.Namespace) -> AgentOptions:
+    """The agent options of a parsed command line (`resume` without an ID continues)."""
+    resume: str | None = getattr(namespace, "resume", None)
+    continue_ = bool(getattr(namespace, "continue_", False))
+    if getattr(namespace, "command", None) == "resume" and resume is None:
+        continue_ = True
+    return AgentOptions(
+        model=namespace.model,
+        script=namespace.script,
+        cwd=namespace.cwd,
+        approval=namespace.approval,
+        max_rounds=namespace.max_rounds,
+        trace=namespace.trace,
+        continue_=continue_,
+        resume=resume,
+    )
+
+
+def _interactive(namespace: argparse.Namespace) -> int:
     from codecoder.cli.repl import run_repl
 
-    if getattr(options, "command", None) == "resume" and options.resume is None:
-        options.continue_ = True
-    return run_repl(options)
+    return run_repl(agent_options(namespace))
 
 
-def _exec(options: object) -> int:
+def _exec(namespace: argparse.Namespace) -> int:
     from codecoder.cli.headless import run_exec
 
+    options = ExecOptions(
+        agent_options(namespace), namespace.task, namespace.json, namespace.stdin_replies
+    )
     return run_exec(options)
 
 
-def _demo(options: object) -> int:
+def _demo(namespace: argparse.Namespace) -> int:
     from codecoder.cli.demo import run_demo
 
-    return run_demo(options)
+    return run_demo(DemoOptions(namespace.speed, namespace.keep))

@@ -11,22 +11,26 @@ import sys
 import tempfile
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
-from codecoder.cli.main import EXIT_FAILED, EXIT_OK, EXIT_SIGINT, EXIT_USAGE
+from codecoder.cli.exitcodes import EXIT_FAILED, EXIT_OK, EXIT_SIGINT, EXIT_USAGE
 from codecoder.cli.render import Renderer
 from codecoder.kernel.events import AgentEvent, Done
 from codecoder.kernel.handle import AgentHandle
 from codecoder.providers.scripted import Script, ScriptedProvider, load_script
 
+if TYPE_CHECKING:
+    from codecoder.app.wiring import AgentSetup
+    from codecoder.cli.commands import DemoOptions
+
 TASK = "The tests in this project fail. Find out why and fix it."
 MAX_SPEED = 1000.0
 
 
-def run_demo(options: Any) -> int:
-    from codecoder.cli.wiring import WiringError, demo_agent
+def run_demo(options: DemoOptions) -> int:
+    from codecoder.app.wiring import WiringError, demo_agent
 
     if not 0 < options.speed <= MAX_SPEED:  # NaN is neither
         print(f"codecoder: --speed must be above 0 and at most {MAX_SPEED:g}", file=sys.stderr)
@@ -65,7 +69,7 @@ def run_demo(options: Any) -> int:
             shutil.rmtree(workspace, ignore_errors=True)
 
 
-def _replay(setup: Any, renderer: Renderer) -> Done:
+def _replay(setup: AgentSetup, renderer: Renderer) -> Done:
     """Run the turn; Ctrl+C cancels it cleanly, a second Ctrl+C kills its commands."""
     handle = setup.loop.start()
     try:

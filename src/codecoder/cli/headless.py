@@ -21,7 +21,7 @@ from queue import SimpleQueue
 from types import FrameType
 from typing import IO, TYPE_CHECKING, Any
 
-from codecoder.cli.main import (
+from codecoder.cli.exitcodes import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_SIGHUP,
@@ -48,6 +48,8 @@ from codecoder.kernel.handle import AgentClosed, AgentHandle
 from codecoder.sessions.errors import SessionError
 
 if TYPE_CHECKING:
+    from codecoder.app.wiring import AgentSetup
+    from codecoder.cli.commands import ExecOptions
     from codecoder.cli.replies import StdinReplies
 
 SCHEMA = "codecoder.exec/1"
@@ -58,16 +60,16 @@ class UsageError(Exception):
     """Bad flags, bad script, unknown model, missing key: exit code 2."""
 
 
-def run_exec(options: Any) -> int:
-    from codecoder.cli.wiring import AgentSetup, WiringError, build_agent
+def run_exec(options: ExecOptions) -> int:
+    from codecoder.app.wiring import WiringError, build_agent
 
-    trace_on = bool(options.trace)
+    trace = options.agent.trace
     try:
         if options.task == "-" and options.stdin_replies:
             raise UsageError("--stdin-replies reads answers from standard input: give the task")
         task = _read_task(options.task)
-        workspace = _workspace(options.cwd)
-        setup: AgentSetup = build_agent(options, workspace)
+        workspace = _workspace(options.agent.cwd)
+        setup = build_agent(options.agent, workspace)
     except (UsageError, WiringError) as exc:
         print(f"codecoder: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -84,8 +86,8 @@ def run_exec(options: Any) -> int:
 
             setup.tracer.note(0, "traceback", traceback.format_exc())
         print(f"codecoder: internal error: {exc!r}", file=sys.stderr)
-        if trace_on:
-            print(f"codecoder: details in {options.trace}", file=sys.stderr)
+        if trace:
+            print(f"codecoder: details in {trace}", file=sys.stderr)
         return EXIT_FAILED
     finally:
         setup.close()
@@ -107,7 +109,7 @@ def _workspace(cwd: str | None) -> Path:
 
 
 class _Runner:
-    def __init__(self, setup: Any, *, json_output: bool, stdin_replies: bool) -> None:
+    def __init__(self, setup: AgentSetup, *, json_output: bool, stdin_replies: bool) -> None:
         self.setup = setup
         self.json = json_output
         self.out: IO[bytes] = sys.stdout.buffer

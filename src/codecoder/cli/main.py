@@ -9,18 +9,11 @@ from __future__ import annotations
 
 import sys
 
+from codecoder.cli.exitcodes import EXIT_FAILED, EXIT_OK, EXIT_SIGINT
+
 TYPE_CHECKING = False  # typing itself costs ~10 ms, and `--version` is measured
 if TYPE_CHECKING:
     from typing import NoReturn
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_SIGHUP = 129
-EXIT_SIGINT = 130
-EXIT_SIGTERM = 143
-
-APPROVAL_MODES = ("ask", "auto-edit", "full-auto", "read-only", "never-ask")
 
 
 def main(argv: list[str] | None = None) -> int:

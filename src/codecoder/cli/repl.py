@@ -19,9 +19,9 @@ import signal
 import sys
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from codecoder.cli.main import EXIT_OK, EXIT_SIGHUP, EXIT_USAGE
+from codecoder.cli.exitcodes import EXIT_OK, EXIT_SIGHUP, EXIT_USAGE
 from codecoder.cli.render import Renderer
 from codecoder.kernel.events import (
     AgentEvent,
@@ -37,6 +37,10 @@ from codecoder.kernel.events import (
 )
 from codecoder.kernel.handle import AgentClosed, AgentHandle
 
+if TYPE_CHECKING:
+    from codecoder.app.options import AgentOptions
+    from codecoder.app.wiring import AgentSetup
+
 _ANSWERS: dict[str, Decision] = {
     "y": "allow_once",
     "a": "allow_session",
@@ -51,8 +55,8 @@ _GITIGNORE_PROMPT = (
 )
 
 
-def run_repl(options: Any) -> int:
-    from codecoder.cli.wiring import WiringError, build_agent
+def run_repl(options: AgentOptions) -> int:
+    from codecoder.app.wiring import WiringError, build_agent
 
     workspace = Path(options.cwd or ".").expanduser().resolve()
     if not workspace.is_dir():
@@ -102,7 +106,7 @@ def _silence(fds: list[int]) -> None:
 
 
 class _Session:
-    def __init__(self, handle: AgentHandle, renderer: Renderer, setup: Any) -> None:
+    def __init__(self, handle: AgentHandle, renderer: Renderer, setup: AgentSetup) -> None:
         self.handle = handle
         self.renderer = renderer
         self.setup = setup

@@ -1,7 +1,5 @@
-"""The edge: where concrete providers, tools, policies and the store meet an AgentLoop.
-
-Only the CLI (and later the daemon) wires; the kernel knows none of these (invariant 7).
-"""
+"""Building an agent: provider, tools, policy, store, prompt and compactor wired into an
+AgentLoop (the package docstring says who uses it)."""
 
 from __future__ import annotations
 
@@ -12,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from codecoder.app.options import AgentOptions
 from codecoder.config import ConfigError, read_toml
 from codecoder.context.compaction import ThreadedCompactor, context_window
 from codecoder.context.prompt import PromptBuilder
@@ -24,7 +23,7 @@ from codecoder.tools.environment import ChildEnvironment
 from codecoder.tools.process import ProcessManager
 
 if TYPE_CHECKING:
-    from codecoder.sessions import SessionLog
+    from codecoder.sessions import SessionLog, SessionStore
 
 
 class WiringError(Exception):
@@ -60,7 +59,7 @@ def default_tools(
 ) -> list[Tool]:
     """The main agent's toolbox: files, search, commands, questions, checklist, skills
     and sub-agents."""
-    from codecoder.cli.children import SubagentFactory, SubagentSettings
+    from codecoder.app.children import SubagentFactory, SubagentSettings
     from codecoder.context.profiles import load_profiles
     from codecoder.tools.ask import AskUserTool
     from codecoder.tools.files import EditFile, ListDir, ReadFile, WriteFile
@@ -101,7 +100,7 @@ SCRIPTED = "scripted"
 
 
 def build_provider(
-    options: Any, user_config: dict[str, Any], session_model: str | None = None
+    options: AgentOptions, user_config: dict[str, Any], session_model: str | None = None
 ) -> tuple[ProviderClient, str]:
     """The provider and the model's name: `--script` means the scripted provider;
     otherwise `--model`, else the model a resumed session ran with (`session_model`),
@@ -158,7 +157,7 @@ def _model_hint(spec: str, config: dict[str, Any]) -> str | None:
     return f"{close[0]}/{model}" if close else None
 
 
-def build_agent(options: Any, workspace: Path) -> AgentSetup:
+def build_agent(options: AgentOptions, workspace: Path) -> AgentSetup:
     """The agent of one `exec` run, its session opened (new, continued or resumed)."""
     from codecoder.sessions import SessionError, SessionLog, SessionStore
 
@@ -229,7 +228,7 @@ def _closer(provider: ProviderClient) -> Callable[[], object]:
     return close if callable(close) else (lambda: None)
 
 
-def _pick_session(store: Any, options: Any, workspace: Path) -> str | None:
+def _pick_session(store: SessionStore, options: AgentOptions, workspace: Path) -> str | None:
     """The session to continue: `--resume ID`, `--continue` (this workspace's latest),
     or None for a new one."""
     if options.resume is not None:  # "" too: an id that matches nothing, not a new session
