@@ -1,5 +1,6 @@
-"""The connection pool against real sockets on 127.0.0.1: bodies, keep-alive and its
-failures, timeouts, redirects, TLS, proxies and the socket a cancel shuts down.
+"""The connection pool (http.client underneath) against real sockets on 127.0.0.1: bodies,
+keep-alive and its failures, timeouts, redirects, TLS and its certificates, proxies and the
+socket a cancel shuts down.
 
 Each server is a thread accepting connections and a thread per connection running a
 small handler; `Server.stop` shuts their sockets down and joins them all."""
@@ -26,6 +27,7 @@ import trustme
 
 import codecoder.providers.pool as pool_module
 from codecoder.providers.pool import (
+    CA,
     BadURL,
     ConnectFailed,
     ConnectionLost,
@@ -34,6 +36,7 @@ from codecoder.providers.pool import (
     ReadTimedOut,
     TLSFailed,
     TransportError,
+    TrustStore,
 )
 from tests.fakes.raw_server import Peer, Server, answer, chunked, serving, silent
 
@@ -75,7 +78,6 @@ def trust_ca(ca: trustme.CA, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     ca.cert_pem.write_to_path(str(path))
     monkeypatch.setenv("SSL_CERT_FILE", str(path))
     monkeypatch.delenv("SSL_CERT_DIR", raising=False)
-    monkeypatch.setattr(pool_module, "_tls_context", None)
 
 
 def fetch(pool: Pool, url: str, method: str = "GET", *, body: bytes = b"") -> tuple[int, bytes]:
@@ -176,7 +178,7 @@ def test_a_head_larger_than_64_kib_is_refused(pool: Pool) -> None:
         peer.send(b"HTTP/1.1 200 OK\r\nX-Big: " + b"a" * (70 * 1024))
         peer.drain()
 
-    with Server(handle) as server, pytest.raises(ConnectionLost, match="64 KiB"):
+    with Server(handle) as server, pytest.raises(ConnectionLost, match="65536 bytes"):
         pool.request("GET", server.url, headers={})
 
 
@@ -218,13 +220,12 @@ def test_two_requests_in_a_row_share_one_connection(pool: Pool, reply: bytes) ->
     [
         answer(b"ok", headers=(("Connection", "close"),)),
         answer(b"ok", version="1.0"),
-        answer(b"okXX", headers=(("Content-Length", "2"),)),
         answer(
             b"2\r\nok\r\n0\r\n\r\n",
             headers=(("Transfer-Encoding", "chunked"), ("Content-Length", "7")),
         ),
     ],
-    ids=["connection-close", "http-1.0", "bytes-after-body", "te-and-cl"],
+    ids=["connection-close", "http-1.0", "te-and-cl"],
 )
 def test_a_connection_that_must_not_carry_more_is_not_reused(pool: Pool, reply: bytes) -> None:
     """The server would go on serving; the client must not ask it to."""
@@ -262,43 +263,91 @@ def test_an_idle_connection_the_server_closed_is_replaced(pool: Pool) -> None:
     assert [(r.target, r.connection) for r in server.requests] == [("/1", 0), ("/2", 1)]
 
 
-def test_a_reused_connection_closed_instead_of_answering_is_retried_once(pool: Pool) -> None:
+def test_stray_bytes_on_an_idle_connection_make_it_unusable(pool: Pool) -> None:
+    """Bytes no request asked for (after a body whose length was wrong, say) would be read
+    as the next answer: such a connection is dropped before it is used."""
+
     def handle(peer: Peer) -> None:
         while peer.request() is not None:
-            if peer.index == 0 and peer.count == 2:
-                return  # read the second request, close without a word
+            peer.send(answer(b"ok"))
+            if peer.index == 0:
+                time.sleep(0.05)
+                peer.send(b"XX")
+
+    with Server(handle) as server:
+        assert fetch(pool, server.url + "/1") == (200, b"ok")
+        time.sleep(0.2)
+        assert fetch(pool, server.url + "/2") == (200, b"ok")
+    assert [(r.target, r.connection) for r in server.requests] == [("/1", 0), ("/2", 1)]
+
+
+def reset_close(peer: Peer) -> None:
+    """Close with a reset (SO_LINGER 0), as a kernel does for a socket with unread data."""
+    peer.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+
+@pytest.mark.parametrize("method", ["POST", "GET"])
+@pytest.mark.parametrize("ending", ["close", "reset"])
+def test_a_request_sent_whole_on_a_reused_connection_is_never_sent_again(
+    pool: Pool, method: str, ending: str
+) -> None:
+    """The server read the request on a kept-alive connection and then closed it without a
+    byte of an answer. It may have begun to act on it (a model request is billed), so the
+    request is not sent again, whatever the method: a lost connection."""
+
+    def handle(peer: Peer) -> None:
+        while peer.request() is not None:
+            if peer.count == 2:
+                if ending == "reset":
+                    reset_close(peer)
+                return
             peer.send(answer(b"ok"))
 
     with Server(handle) as server:
         assert fetch(pool, server.url + "/1") == (200, b"ok")
-        assert fetch(pool, server.url + "/2", "POST", body=b"once") == (200, b"ok")
-    assert server.accepted == 2
-    assert [(r.target, r.connection) for r in server.requests] == [
-        ("/1", 0),
-        ("/2", 0),
-        ("/2", 1),
-    ]
+        with pytest.raises(ConnectionLost, match="not sent again"):
+            fetch(pool, server.url + "/2", method, body=b"bill me once")
+    assert server.accepted == 1
+    assert [(r.target, r.connection) for r in server.requests] == [("/1", 0), ("/2", 0)]
 
 
-def test_a_reused_connection_reset_before_answering_is_retried_once(pool: Pool) -> None:
-    """The race keep-alive always has: the server times the idle connection out just as
-    the next request arrives, and the kernel answers it with a reset."""
+def test_a_request_the_server_dropped_before_reading_it_is_sent_again(pool: Pool) -> None:
+    """The keep-alive race: the server drops the idle connection as the next request
+    arrives, before reading it. The upload then fails before its last byte, with no
+    answer to read: the server cannot have acted on a request it never got whole, so it
+    goes once more on a fresh connection, at once."""
+    body = b"x" * (16 << 20)  # more than the socket buffers hold: sending must fail
 
     def handle(peer: Peer) -> None:
         if peer.index == 0:
             peer.request()
             peer.send(answer(b"ok"))
-            peer.sock.recv(1, socket.MSG_PEEK)  # the next request has begun to arrive
-            linger = struct.pack("ii", 1, 0)  # close with a reset, as a kernel does
-            peer.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, linger)
+            while b"\r\n\r\n" not in peer.sock.recv(65536, socket.MSG_PEEK):
+                time.sleep(0.01)  # the next request's head has come, its body has not
+            reset_close(peer)
             return
-        serving(answer(b"ok"))(peer)
+        serving(answer(b"second try"))(peer)
 
     with Server(handle) as server:
         assert fetch(pool, server.url + "/1") == (200, b"ok")
-        assert fetch(pool, server.url + "/2") == (200, b"ok")
+        assert fetch(pool, server.url + "/2", "POST", body=body) == (200, b"second try")
     assert server.accepted == 2
     assert [(r.target, r.connection) for r in server.requests] == [("/1", 0), ("/2", 1)]
+    assert server.requests[1].body == body
+
+
+def test_a_fresh_connection_dropped_before_the_request_was_read_is_lost(pool: Pool) -> None:
+    """Sending again is for a kept-alive connection that went stale; a new one that fails
+    is the retry policy's business."""
+
+    def handle(peer: Peer) -> None:
+        while b"\r\n\r\n" not in peer.sock.recv(65536, socket.MSG_PEEK):
+            time.sleep(0.01)
+        reset_close(peer)
+
+    with Server(handle) as server, pytest.raises(ConnectionLost, match="before the request"):
+        fetch(pool, server.url, "POST", body=b"x" * (16 << 20))
+    assert server.accepted == 1
 
 
 def test_a_reused_connection_that_began_to_answer_is_not_retried(pool: Pool) -> None:
@@ -313,7 +362,7 @@ def test_a_reused_connection_that_began_to_answer_is_not_retried(pool: Pool) -> 
 
     with Server(handle) as server:
         assert fetch(pool, server.url + "/1") == (200, b"ok")
-        with pytest.raises(ConnectionLost, match="mid-answer"):
+        with pytest.raises(ConnectionLost, match="not sent again"):
             fetch(pool, server.url + "/2", "POST", body=b"x")
     assert server.accepted == 1
 
@@ -459,9 +508,9 @@ def test_shutting_the_socket_down_wakes_a_request_waiting_for_its_head(pool: Poo
         assert time.monotonic() - started < 1.0
 
 
-def test_a_cancel_on_a_reused_connection_opens_no_new_one(pool: Pool) -> None:
-    """The shut-down socket looks like a stale keep-alive one; the retry must not go out
-    (not even a name lookup, which nothing could wake)."""
+def test_a_cancel_while_waiting_on_a_reused_connection_opens_no_new_one(pool: Pool) -> None:
+    """The request went out whole: the shut-down socket is a lost connection, not a stale
+    one to try again."""
 
     def handle(peer: Peer) -> None:
         peer.request()
@@ -474,8 +523,29 @@ def test_a_cancel_on_a_reused_connection_opens_no_new_one(pool: Pool) -> None:
         assert fetch(pool, server.url) == (200, b"ok")
         timer = watch.shut_down_later(0.1)
         try:
-            with pytest.raises(Cancelled):
+            with pytest.raises(ConnectionLost):
                 pool.request("GET", server.url, headers={}, watch=watch)
+        finally:
+            timer.join()
+    assert server.accepted == 1
+
+
+def test_a_cancel_during_an_upload_on_a_reused_connection_opens_no_new_one(pool: Pool) -> None:
+    """An upload cut short looks like a stale connection, which may be tried again: not
+    after a cancel (not even a name lookup, which nothing could wake)."""
+
+    def handle(peer: Peer) -> None:
+        peer.request()
+        peer.send(answer(b"ok"))
+        time.sleep(1.0)  # reads nothing more: the upload stalls in the socket buffers
+
+    watch = Watch()
+    with Server(handle) as server:
+        assert fetch(pool, server.url) == (200, b"ok")
+        timer = watch.shut_down_later(0.1)
+        try:
+            with pytest.raises(Cancelled):
+                pool.request("POST", server.url, headers={}, body=b"x" * (16 << 20), watch=watch)
         finally:
             timer.join()
     assert server.accepted == 1
@@ -726,13 +796,53 @@ def test_an_untrusted_certificate_fails_tls(
 ) -> None:
     monkeypatch.delenv("SSL_CERT_FILE", raising=False)
     monkeypatch.delenv("SSL_CERT_DIR", raising=False)
-    monkeypatch.setattr(pool_module, "_tls_context", None)
     with (
         Server(serving(answer()), tls=server_tls) as server,
         pytest.raises(TLSFailed, match="not trusted"),
     ):
         pool.request("GET", server.url, headers={})
     assert server.requests == []
+
+
+@pytest.mark.parametrize(
+    ("store", "trusted"),
+    [(None, True), ("system", True), ("certifi", False)],
+    ids=["default", "system", "certifi"],
+)
+def test_which_certificates_a_server_must_chain_to(
+    server_tls: ssl.SSLContext, trust_ca: None, store: CA | None, trusted: bool
+) -> None:
+    """Our CA is in SSL_CERT_FILE only. The default honours it, as does the OS store
+    (OpenSSL reads SSL_CERT_FILE for its default paths); certifi's bundle lacks it."""
+    pool = Pool(connect=2.0, read=2.0, write=2.0, user_agent="t", trust=TrustStore(store))
+    with Server(serving(answer(b"secure")), tls=server_tls) as server:
+        if trusted:
+            assert fetch(pool, server.url) == (200, b"secure")
+        else:
+            with pytest.raises(TLSFailed, match="not trusted"):
+                fetch(pool, server.url)
+    pool.close()
+
+
+def test_the_system_store_is_the_os_one_and_certifi_its_bundle(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import certifi
+
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    system = TrustStore("system").context()
+    assert system.cert_store_stats() == ssl.create_default_context().cert_store_stats()
+    bundle = ssl.create_default_context(cafile=certifi.where()).cert_store_stats()
+    assert TrustStore("certifi").context().cert_store_stats() == bundle
+    assert TrustStore().context().cert_store_stats() == bundle
+
+
+def test_one_store_builds_one_context_for_every_pool() -> None:
+    """Building one costs ~48 ms: `doctor` checks its providers with one store."""
+    trust = TrustStore()
+    pools = [Pool(connect=1, read=1, write=1, user_agent="t", trust=trust) for _ in range(3)]
+    assert len({id(pool.trust.context()) for pool in pools}) == 1
 
 
 def test_shutting_the_socket_down_wakes_a_tls_body_read(
@@ -864,8 +974,46 @@ def test_a_leading_dot_in_no_proxy_covers_the_domain_and_its_subdomains(
 ) -> None:
     monkeypatch.setenv("https_proxy", "http://proxy.internal:3128")
     monkeypatch.setenv("no_proxy", "localhost, .Example.COM")
-    proxy = pool_module._proxy_for("https", host)
+    proxy = pool_module._proxy_for("https", host, 443)
     assert (proxy is None) is bypassed
+
+
+@pytest.mark.parametrize(
+    ("no_proxy", "host", "port", "bypassed"),
+    [
+        ("10.0.0.0/8", "10.1.2.3", 443, True),
+        ("10.0.0.0/8", "11.1.2.3", 443, False),
+        ("10.0.0.0/8", "ten.example", 443, False),
+        ("192.168.1.7/24", "192.168.1.200", 80, True),  # host bits set: still the range
+        ("fd00::/8", "fd12::1", 443, True),
+        ("fd00::/8", "fe80::1", 443, False),
+        ("::1", "::1", 8080, True),
+        ("[::1]", "::1", 8080, True),
+        ("[::1]:8080", "::1", 8080, True),
+        ("[::1]:8080", "::1", 8081, False),
+        ("localhost:8080", "localhost", 8080, True),
+        ("localhost:8080", "localhost", 9000, False),
+        ("127.0.0.1:8080", "127.0.0.1", 8080, True),
+        ("*.example.com", "api.example.com", 443, True),
+        ("10.0.0.0/33", "10.0.0.1", 443, False),  # not a range: matches nothing
+        (" , ,", "anything", 443, False),
+    ],
+)
+def test_no_proxy_takes_ranges_and_ports(
+    monkeypatch: pytest.MonkeyPatch, no_proxy: str, host: str, port: int, bypassed: bool
+) -> None:
+    monkeypatch.setenv("https_proxy", "http://proxy.internal:3128")
+    monkeypatch.setenv("no_proxy", no_proxy)
+    assert (pool_module._proxy_for("https", host, port) is None) is bypassed
+
+
+def test_a_range_in_no_proxy_goes_direct(pool: Pool, monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket() as dead:  # a proxy that would refuse every connection
+        dead.bind(("127.0.0.1", 0))
+        monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{dead.getsockname()[1]}")
+        monkeypatch.setenv("no_proxy", "example.com, 127.0.0.0/8")
+        with Server(serving(answer(b"direct"))) as server:
+            assert fetch(pool, server.url) == (200, b"direct")
 
 
 def test_only_http_proxies_are_supported(pool: Pool, monkeypatch: pytest.MonkeyPatch) -> None:

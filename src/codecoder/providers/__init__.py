@@ -6,8 +6,9 @@ How the package is cut, so that vendor detail stays in one module each:
                become `ProviderError` (its docstring draws the kinds).
 - `sse`        an incremental Server-Sent Events decoder over raw bytes.
 - `http`       the one HTTP path: a streaming POST with retries, backoff and
-               cancellation that wakes a blocked socket read, over `pool` (connections:
-               TLS, proxies, keep-alive, redirects) and `http1` (HTTP/1.1 framing).
+               cancellation that wakes a blocked socket read, over `pool` (a thin pool
+               over the standard library's http.client: TLS and its CA certificates,
+               proxies, keep-alive, redirects).
 - `wire`       what every adapter provides (`WireFormat`, `StreamParser`), shared helpers.
 - `accumulate` the pure fold of streamed tool-call pieces, shared by the adapters.
 - `openai_chat`, `openai_responses`, `anthropic`
@@ -18,6 +19,6 @@ How the package is cut, so that vendor detail stays in one module each:
 - `registry`   `provider/model` → a configured `WireClient`.
 - `scripted`   the scripted fake (replays a JSON script).
 
-Importing `registry` stays cheap: the HTTP path loads on the first request, and costs the
-`socket` module (TLS only for https).
+Importing `registry` stays cheap: the HTTP path (http.client, which brings ssl and email)
+loads when a client is made; a TLS context is built on the first https request.
 """

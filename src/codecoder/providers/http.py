@@ -9,10 +9,10 @@ So the cancel callback shuts down the request's socket (the pool names each one 
 about to use), and the reading thread, woken by the failed read, closes the response
 itself.
 
-Throughput. Servers send each SSE event as its own HTTP chunk; the chunked decoder
-(`providers.http1`) gives the chunks of one socket read as one piece, the SSE decoder
-splits it at once, and the events of one read are coalesced (400 one-token text deltas
-become one TextDelta), so the kernel sees one event per read, not per token.
+Throughput. Servers send each SSE event as its own HTTP chunk; the pool gives the chunks
+of one socket read as one piece, the SSE decoder splits it at once, and the events of one
+read are coalesced (400 one-token text deltas become one TextDelta), so the kernel sees
+one event per read, not per token.
 
 Retries (DESIGN.md §7): 429, 5xx, overloaded answers and connection failures, while
 nothing of the reply has been handed on; capped exponential backoff with jitter,
@@ -24,7 +24,8 @@ localhost:11434")`, which the kernel passes on as it is (headless: a line on std
 `status_update` with `--json`). The wait is `cancel.wait`, so a cancel ends it at once.
 A stream cut after part of the reply was delivered is not retried.
 
-Cost at import: the socket module; an SSL context (~48 ms) only for https endpoints.
+Cost at import: http.client (with ssl and email); an SSL context (~48 ms) only for https
+endpoints, built on the first request (`pool.TrustStore`).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from codecoder.kernel.ports import (
     ToolCallDelta,
 )
 from codecoder.providers import errors
-from codecoder.providers.pool import ConnectRefused, Pool, Response, TransportError
+from codecoder.providers.pool import ConnectRefused, Pool, Response, TransportError, TrustStore
 from codecoder.providers.sse import EventTooLarge, SSEDecoder
 from codecoder.providers.wire import StreamParser
 
@@ -110,6 +111,7 @@ class HttpClient:
         *,
         retry: RetryPolicy | None = None,
         timeouts: Timeouts | None = None,
+        trust: TrustStore | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.retry = retry or RetryPolicy()
@@ -119,7 +121,10 @@ class HttpClient:
             read=self.timeouts.read,
             write=self.timeouts.write,
             user_agent=f"codecoder/{__version__}",
+            trust=trust,
         )
+        self.trust = self._pool.trust
+        """Where server certificates are checked against (`[http] ca`)."""
 
     def close(self) -> None:
         self._pool.close()

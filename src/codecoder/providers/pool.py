@@ -1,47 +1,40 @@
-"""Connections for the provider path: TCP (TLS for https), environment proxies, keep-alive
-reuse, redirects, and a socket handed to whoever must be able to wake a blocked read.
+"""Connections for the provider path: a thin pool over the standard library's
+`http.client`, which does the HTTP/1.1 framing. Ours: a socket the cancel can wake,
+environment proxies, keep-alive, same-origin redirects, a write timeout per send, capped
+gzip/deflate, and the CA certificates of `[http] ca`. One `Pool` per endpoint, shared by
+the threads that stream through it.
 
-One `Pool` per endpoint, shared by the threads that stream through it (sub-agents do so
-at once). A request takes an idle connection of its origin or opens one, writes the whole
-request, reads the head; the `Response` gives the body read by read and puts the
-connection back once the body has ended cleanly and both sides allow keep-alive.
+Cancellation: `_Connection.connect` opens its socket through `_connect`, so the request's
+`SocketWatch` learns of it once its connect has begun, and of the TLS socket before the
+handshake; shutting that socket down from another thread wakes a connect, a handshake, or
+a read blocked in `HTTPResponse.read1`.
 
-A kept-alive connection may have been closed by the server meanwhile. If writing to it
-fails, or it ends before a byte of the answer, the request goes once more on a fresh
-connection at once (the server cannot have acted on a request it never answered, the
-same rule browsers use); the retry policy with its backoff is for real failures only.
-
-Failures are `TransportError`s named for what the user can do about them; `errors`
-turns them into `ProviderError`s.
+Keep-alive: an idle connection the server has visibly closed, or idle for over 5 s, is
+dropped before use. Otherwise a reused connection's request goes again on a fresh one (at
+once, with no word to the user) only if it failed *before the whole request was sent*: a
+write failed and the server had no answer to read. Once the last byte has gone out, a close
+or a reset, even before any byte of an answer, is `ConnectionLost`: the server may have
+read the request and begun to act on it, and a model request sent twice is billed twice.
 """
 
 from __future__ import annotations
 
 import errno
+import http.client
+import io
 import os
 import select
 import socket
+import ssl  # http.client imports it anyway; a context is built only for https
 import threading
 import time
 import zlib  # loaded at start-up anyway (shutil imports it)
-from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Literal, Protocol
 from urllib.parse import unquote, urljoin, urlsplit
 
-from codecoder.providers.http1 import (
-    HEAD_LIMIT,
-    Body,
-    Head,
-    InvalidRequest,
-    ProtocolError,
-    body_for,
-    find_head_end,
-    parse_head,
-    request_head,
-)
-
-if TYPE_CHECKING:
-    import ssl
+CA = Literal["system", "certifi"]
+"""`[http] ca` (see `TrustStore`)."""
 
 _READ_SIZE = 64 * 1024
 _SEND_SLICE = 64 * 1024
@@ -52,6 +45,8 @@ _DECODED_PIECE = 256 * 1024
 MAX_DECODED = 128 * 1024 * 1024
 """The most a compressed body may decode to: a long reply's event stream is a few tens
 of MB, a decompression bomb (1 KB that inflates to 1 MB) is refused past this."""
+_CONTROL = frozenset(map(chr, [*range(0x20), 0x7F])) - {"\t"}
+"""Never in a header value (http.client lets a NUL, or a CRLF before a space, through)."""
 
 
 class TransportError(Exception):
@@ -100,38 +95,152 @@ Origin = tuple[str, str, int]
 
 
 class SocketWatch(Protocol):
-    """Whoever must be able to wake a blocked socket of a request (its cancel)."""
+    """Whoever must be able to wake a request's blocked socket (its cancel)."""
 
     def attach(self, sock: socket.socket) -> None:
-        """`sock` is about to connect, shake hands, send or read for the request; may
-        raise to stop it (a cancel that came first)."""
+        """`sock` is about to connect, shake hands, send or read; raises to stop it."""
         ...
 
     def detach(self, sock: socket.socket) -> bool:
-        """The request is done with `sock`; False if the watch has already acted on it
-        (the socket is shut down and must not go back to the pool)."""
+        """Done with `sock`; False if the watch shut it down (it must not be pooled)."""
         ...
 
     def check(self) -> None:
-        """Raises if the request is to stop: before work no socket can be woken from
-        (name resolution, a new connection)."""
+        """Raises if the request is to stop (before a name lookup, which nothing wakes)."""
         ...
 
 
-class _Connection:
-    __slots__ = ("idle_since", "key", "sock")
+class TrustStore:
+    """The certificates a server's must chain to, as one TLS context built on first use
+    (~48 ms, so never for http only) and shared by every pool given this store. `ca`
+    (`[http] ca`): "system", the OS store through `ssl.create_default_context()`;
+    "certifi", certifi's bundle only; None, SSL_CERT_FILE / SSL_CERT_DIR when set (as
+    OpenSSL and the SDKs honour them), else certifi's bundle."""
 
-    def __init__(self, sock: socket.socket, key: Origin) -> None:
-        self.sock = sock
-        self.key = key
-        self.idle_since = 0.0
+    def __init__(self, ca: CA | None = None) -> None:
+        self.ca: CA | None = ca
+        self._lock = threading.Lock()
+        self._context: ssl.SSLContext | None = None
+
+    def context(self) -> ssl.SSLContext:
+        with self._lock:
+            if self._context is None:
+                try:
+                    self._context = self._build()
+                except (OSError, ssl.SSLError) as exc:
+                    raise TLSFailed(f"cannot load the CA certificates: {exc}") from exc
+            return self._context
+
+    def _build(self) -> ssl.SSLContext:
+        if self.ca == "system":
+            context = ssl.create_default_context()
+        else:
+            from_env = self.ca is None
+            cafile = os.environ.get("SSL_CERT_FILE") or None if from_env else None
+            capath = os.environ.get("SSL_CERT_DIR") or None if from_env else None
+            if cafile is None and capath is None:
+                import certifi
+
+                cafile = certifi.where()
+            context = ssl.create_default_context(cafile=cafile, capath=capath)
+        context.set_alpn_protocols(["http/1.1"])
+        return context
+
+
+class _Wire(io.RawIOBase):
+    """A socket as http.client's buffered reader reads it, counting the bytes it gives."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        super().__init__()
+        self._socket_io = sock.makefile("rb", buffering=0)
+        self.given = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int | None:
+        count = self._socket_io.readinto(buffer)
+        self.given += count or 0
+        return count
+
+    def tell(self) -> int:  # the buffered reader's tell() is this less what it holds
+        return self.given
 
     def close(self) -> None:
-        self.sock.close()
+        self._socket_io.close()
+        super().close()
+
+
+class _Answer(http.client.HTTPResponse):
+    """http.client's response, read through a 64 KiB buffer that `ready` looks into."""
+
+    def __init__(self, sock: socket.socket, *args: Any, **kwargs: Any) -> None:
+        super().__init__(sock, *args, **kwargs)
+        self.fp.close()
+        self._wire = _Wire(sock)
+        self.fp = io.BufferedReader(self._wire, _READ_SIZE)
+
+    def ready(self) -> bool:
+        """Whether `read1` has what it needs without waiting for the network: a byte of
+        body, or at a chunk's end, the next size line and a byte after it."""
+        held = self._wire.given - self.fp.tell() if self.fp else 0
+        if not held or held > 64 or not self.chunked or self.chunk_left:
+            return held > 0  # 64 bytes and more: a size line ends in them
+        ahead = self.fp.peek()  # held > 0: from the buffer, no read
+        end = ahead.find(b"\n", 0 if self.chunk_left is None else 2)
+        return 0 <= end < len(ahead) - 1
+
+
+class _Connection(http.client.HTTPConnection):
+    """One connection to `key`, direct or through an http proxy (a CONNECT tunnel, by
+    `set_tunnel`, for https)."""
+
+    def __init__(
+        self, pool: Pool, key: Origin, proxy: _Proxy | None, watch: SocketWatch | None
+    ) -> None:
+        scheme, host, port = key
+        where = (proxy.host, proxy.port) if proxy else (host, port)
+        super().__init__(*where, timeout=pool.connect_timeout)
+        self.key = key
+        self.watch = watch
+        self.idle_since = 0.0
+        self.auto_open = 0  # connect only when we say so, never as a side effect of send
+        self.default_port = 443 if scheme == "https" else 80  # left out of Host
+        self.response_class = _Answer
+        self._create_connection = self._open  # what HTTPConnection.connect calls
+        self._tls = pool.trust.context if scheme == "https" else None
+        self._server_name = host
+        if proxy is not None:
+            self.set_tunnel(host, port, proxy.headers)
+
+    def _open(self, address: tuple[str, int], timeout: float, *_: Any) -> socket.socket:
+        return _connect(*address, timeout, self.watch)
+
+    def connect(self) -> None:
+        try:
+            super().connect()  # _open, then a CONNECT when tunnelling
+        except TimeoutError as exc:
+            raise ConnectTimedOut(f"timed out opening a tunnel through {self.host}") from exc
+        except (OSError, http.client.HTTPException) as exc:  # the tunnel's: _open raises ours
+            raise ConnectFailed(f"proxy {self.host}:{self.port}: {exc}") from exc
+        if self._tls is not None:
+            self.sock = _wrap_tls(self.sock, self._server_name, self._tls, self.watch)
+
+    def getresponse(self) -> _Answer:
+        answer = super().getresponse()
+        assert isinstance(answer, _Answer)
+        return answer
+
+    def send(self, data: Any) -> None:
+        """sendall() has one deadline for all the data (SSLSocket.send too, for all it is
+        given): ours is per slice, so a slow link that keeps taking bytes is no silent
+        server."""
+        view = memoryview(data)
+        while view:
+            view = view[self.sock.send(view[:_SEND_SLICE]) :]
 
     def looks_alive(self) -> bool:
-        """An idle connection with something to read has been closed by the server (or
-        sent bytes no request asked for): either way it cannot be used."""
+        """Idle and readable: closed by the server, or bytes no request asked for."""
         if time.monotonic() - self.idle_since > _IDLE_EXPIRY:
             return False
         poller = select.poll()  # not select(): it refuses descriptors past 1023
@@ -140,61 +249,68 @@ class _Connection:
 
 
 class Response:
-    """The head of an answer and its body, read as the caller asks. Not thread-safe: a
-    blocked read is woken through the request's watch, which holds its socket."""
+    """An answer's status and head, then its body as the caller reads it; the connection
+    goes back to the pool once the body has ended cleanly. Not thread-safe: a blocked read
+    is woken through the request's watch, which holds its socket."""
 
     def __init__(
         self,
         pool: Pool,
         connection: _Connection,
-        *,
-        head: Head,
-        body: Body,
-        first: bytes,
+        sock: socket.socket,
+        answer: _Answer,
         watch: SocketWatch | None,
+        *,
         reusable: bool = True,
     ) -> None:
-        self._pool = pool
-        self._watch = watch
-        self._connection: _Connection | None = connection
-        self.status = head.status
-        self.reason = head.reason
-        self.headers = head.headers
-        self._keep_alive = head.keep_alive and reusable
-        self._body = body
-        self._first = first
-        self._decoder = _decoder(head.headers.get("content-encoding", ""))
+        self.status = answer.status
+        self.reason = answer.reason
+        self.headers: dict[str, str] = {}
+        """Lower-cased names; a repeated field's values joined with ", " (RFC 9110)."""
+        for name, raw in answer.getheaders():
+            key, value = name.lower(), raw.strip(" \t")
+            self.headers[key] = f"{self.headers[key]}, {value}" if key in self.headers else value
+        self._pool, self._connection, self._sock = pool, connection, sock
+        self._answer, self._watch = answer, watch
+        both = {"transfer-encoding", "content-length"} <= self.headers.keys()  # smuggling
+        self._reusable = reusable and not both
+        try:
+            if "content-length" in self.headers and answer.length is None and not answer.chunked:
+                length = self.headers["content-length"][:40]  # http.client reads to the close
+                raise ConnectionLost(f"the server sent a bad Content-Length {length!r}")
+            self._decoder = _decoder(self.headers.get("content-encoding", ""))
+        except ConnectionLost:
+            answer.close()
+            raise
+        sock.settimeout(pool.read_timeout)
 
     def iter_bytes(self) -> Iterator[bytes]:
-        """The body, one piece per socket read that brought any of it."""
-        connection = self._connection
-        if connection is None:
-            return
-        body = self._body
-        data, self._first = self._first, b""
-        connection.sock.settimeout(self._pool.read_timeout)
-        while True:
-            if data:
-                try:
-                    piece = body.feed(data)
-                except ProtocolError as exc:
-                    raise ConnectionLost(str(exc)) from exc
-                if piece and self._decoder is not None:
-                    yield from self._decoder.decompress(piece)
-                elif piece:
-                    yield piece
-            if body.done:
-                break
-            data = _recv(connection.sock)
-            if not data:
-                try:
-                    body.end_of_stream()
-                except ProtocolError as exc:
-                    raise ConnectionLost(str(exc)) from exc
-                break
-        if self._decoder is not None and (tail := self._decoder.flush()):
-            yield tail
-        self._finish(body)
+        """The body, one piece per network read that brought any of it: the chunks of
+        one read come out joined (a streaming server sends one chunk per token)."""
+        answer, decoder = self._answer, self._decoder
+        while self._connection is not None:
+            pieces: list[bytes] = []
+            try:
+                while piece := answer.read1(_READ_SIZE):
+                    pieces.append(piece)
+                    if not answer.ready():
+                        break
+            except TimeoutError as exc:
+                raise ReadTimedOut("timed out waiting for the server") from exc
+            except (OSError, http.client.HTTPException) as exc:
+                raise ConnectionLost(f"the answer was cut off: {_detail(exc)}") from exc
+            if pieces:
+                data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+                if decoder is None:
+                    yield data
+                else:
+                    yield from decoder.decompress(data)
+                continue
+            if answer.length:  # read1 ends a cut Content-Length body quietly
+                raise ConnectionLost("the server closed the connection before the body ended")
+            if decoder is not None and (tail := decoder.flush()):
+                yield tail
+            self._finish()
 
     def read(self, limit: int | None = None) -> bytes:
         """The body, or its first `limit` bytes or a little more."""
@@ -211,14 +327,16 @@ class Response:
         """Before the body ended, the connection is closed, not reused."""
         connection, self._connection = self._connection, None
         if connection is not None:
+            self._answer.close()
             connection.close()
 
-    def _finish(self, body: Body) -> None:
+    def _finish(self) -> None:
         connection, self._connection = self._connection, None
-        if connection is None:
-            return
-        released = self._watch is None or self._watch.detach(connection.sock)
-        if released and body.reusable and not body.extra and self._keep_alive:
+        assert connection is not None
+        self._answer.close()  # the body has ended (3.11's read1 does not say so)
+        released = self._watch is None or self._watch.detach(self._sock)
+        # http.client drops `sock` when the answer said the connection closes after it
+        if released and self._reusable and connection.sock is not None:
             self._pool.release(connection)
         else:
             connection.close()
@@ -226,13 +344,22 @@ class Response:
 
 class Pool:
     """Keep-alive connections to the origins one endpoint needs (a redirect may add one);
-    thread-safe."""
+    thread-safe. `trust`: what server certificates must chain to."""
 
-    def __init__(self, *, connect: float, read: float, write: float, user_agent: str) -> None:
+    def __init__(
+        self,
+        *,
+        connect: float,
+        read: float,
+        write: float,
+        user_agent: str,
+        trust: TrustStore | None = None,
+    ) -> None:
         self.connect_timeout = connect
         self.read_timeout = read
         self.write_timeout = write
         self.user_agent = user_agent
+        self.trust = trust or TrustStore()
         self._lock = threading.Lock()
         self._idle: list[_Connection] = []
 
@@ -251,12 +378,12 @@ class Pool:
         only if the user's configuration names it. Other redirects come back as they are.
         `watch` is told of every socket the request is about to use."""
         for _ in range(_MAX_REDIRECTS + 1):
-            response = self._send(method, url, headers=headers, body=body, watch=watch)
+            response = self._send(method, url, headers, body, watch)
             target = _redirect(method, url, response.status, response.headers.get("location"))
             if target is None:
                 return response
             try:
-                response.read(HEAD_LIMIT)  # a short note at most; frees the connection
+                response.read(_READ_SIZE)  # a short note at most; frees the connection
             finally:
                 response.close()
             url = target
@@ -277,197 +404,117 @@ class Pool:
         for connection in idle:
             connection.close()
 
-    # --- one request on one connection ------------------------------------------------
-
     def _send(
         self,
         method: str,
         url: str,
-        *,
         headers: Mapping[str, str],
         body: bytes,
         watch: SocketWatch | None,
     ) -> Response:
         scheme, host, port, target = _split(url)
-        proxy = _proxy_for(scheme, host)
+        proxy = _proxy_for(scheme, host, port)
         key: Origin = (scheme, host, port)
-        fields = dict(headers)
-        if proxy is not None and scheme == "http":  # an absolute target, through the proxy
+        given = {name.lower() for name in headers}
+        fields = {"User-Agent": self.user_agent, "Accept-Encoding": "identity"}
+        fields = {n: v for n, v in fields.items() if n.lower() not in given} | dict(headers)
+        if proxy is not None and scheme == "http":  # an absolute target, to the proxy
             target = f"http://{_authority(host, port, 'http')}{target}"
-            key = ("http", proxy.host, proxy.port)
-            if proxy.authorization:
-                fields["Proxy-Authorization"] = proxy.authorization
-        given = {name.lower() for name in fields}
-        if "user-agent" not in given:
-            fields["User-Agent"] = self.user_agent
-        if "accept-encoding" not in given:
-            fields["Accept-Encoding"] = "identity"
+            fields.update(proxy.headers)
+            key, proxy = ("http", proxy.host, proxy.port), None  # a plain connection to it
         if body or method in ("POST", "PUT", "PATCH"):
             fields["Content-Length"] = str(len(body))
-        try:
-            head = request_head(method, target, _authority(host, port, scheme), fields)
-        except InvalidRequest as exc:
-            raise BadURL(f"cannot build the request to {url}: {exc}") from exc
-        message = head + body if len(body) < _READ_SIZE else (head, body)  # no big copy
+        if bad := [name for name, value in fields.items() if _CONTROL & set(value)]:
+            raise BadURL(f"cannot build the request to {url}: {bad[0]} holds a control character")
         fresh = False
         while True:
-            connection, reused = self._connection(key, host, port, proxy, fresh=fresh, watch=watch)
+            connection = None if fresh else self._take_idle(key, watch)
+            reused = connection is not None
+            connection = connection or _Connection(self, key, proxy, watch)
             try:
-                return self._exchange(connection, method, message, watch)
-            except _Stale as stale:
-                connection.close()
+                try:  # http.client checks the rest: line breaks, latin-1, names
+                    connection.putrequest(method, target, skip_accept_encoding=True)
+                    for name, value in fields.items():
+                        connection.putheader(name, value)
+                except (ValueError, http.client.HTTPException) as exc:
+                    raise BadURL(f"cannot build the request to {url}: {exc}") from exc
                 if not reused:
-                    cause = stale.__cause__
-                    what = "the server closed the connection without an answer"
-                    raise ConnectionLost(f"{what} ({cause})" if cause else what) from cause
-                fresh = True  # the others idle as long: do not try them one by one
-                if watch is not None:
-                    watch.check()  # a cancel looks stale too: no new connection for it
+                    connection.connect()
+                result = self._exchange(connection, body, watch, reused=reused)
             except BaseException:
                 connection.close()
                 raise
+            if isinstance(result, Response):
+                return result
+            connection.close()  # not sent whole, no answer: sending it again is safe
+            if not reused:
+                what = f"the server closed the connection before the request was sent ({result})"
+                raise ConnectionLost(what) from result
+            fresh = True  # the others idle as long: do not try them one by one
+            if watch is not None:
+                watch.check()  # a cancel looks stale too: no new connection for it
 
     def _exchange(
-        self,
-        connection: _Connection,
-        method: str,
-        message: bytes | tuple[bytes, bytes],
-        watch: SocketWatch | None,
-    ) -> Response:
+        self, connection: _Connection, body: bytes, watch: SocketWatch | None, *, reused: bool
+    ) -> Response | OSError:
+        """Send the request, read the answer's head. The OSError of a write that failed
+        when the server had no answer to read (a 413 or 401 sent early is read); after the
+        last byte went out, every failure raises."""
         sock = connection.sock
+        sock.settimeout(self.write_timeout)
         try:
-            sock.settimeout(self.write_timeout)
-            for part in (message,) if isinstance(message, bytes) else message:
-                _send_all(sock, part)
+            connection.endheaders(body)  # the head, then the body
         except TimeoutError as exc:
             raise ReadTimedOut("timed out sending the request (the server reads no more)") from exc
         except OSError as exc:
-            # A server may answer before it has read everything (413, 401) and close:
-            # its answer is worth more than our write error. None: a stale connection.
-            return self._early_answer(connection, method, watch, exc)
+            sock.settimeout(min(self.read_timeout, 1.0))
+            try:
+                answer = connection.getresponse()
+            except (OSError, http.client.HTTPException):
+                return exc
+            return Response(self, connection, sock, answer, watch, reusable=False)
         sock.settimeout(self.read_timeout)
-        head, body, rest = _read_head(sock, method)
-        return Response(self, connection, head=head, body=body, first=rest, watch=watch)
-
-    def _early_answer(
-        self, connection: _Connection, method: str, watch: SocketWatch | None, error: OSError
-    ) -> Response:
-        connection.sock.settimeout(min(self.read_timeout, 1.0))
         try:
-            head, body, rest = _read_head(connection.sock, method)
-        except (TransportError, _Stale):
-            raise _Stale from error  # nothing readable came back: as if stale
-        return Response(
-            self, connection, head=head, body=body, first=rest, watch=watch, reusable=False
-        )
+            answer = connection.getresponse()
+        except TimeoutError as exc:
+            raise ReadTimedOut("timed out waiting for the server") from exc
+        except (OSError, http.client.HTTPException) as exc:
+            what = "no valid answer"
+            if isinstance(exc, ConnectionResetError):  # http.client's RemoteDisconnected too
+                what = "the server closed the connection without an answer"
+                if reused:
+                    what += " (not sent again: the server may have acted on the request)"
+            raise ConnectionLost(f"{what}: {_detail(exc)}") from exc
+        return Response(self, connection, sock, answer, watch)
 
-    def _connection(
-        self,
-        key: Origin,
-        host: str,
-        port: int,
-        proxy: _Proxy | None,
-        *,
-        fresh: bool,
-        watch: SocketWatch | None,
-    ) -> tuple[_Connection, bool]:
-        """An idle connection to `key` that still looks alive, unless `fresh`; else a new
-        one. With whether it was reused. `watch` learns of its socket before any use."""
-        connection = None if fresh else self._take_idle(key)
-        if connection is not None:
-            if connection.looks_alive():
-                if watch is not None:
-                    try:
-                        watch.attach(connection.sock)
-                    except BaseException:
-                        connection.close()
-                        raise
-                return connection, True
-            connection.close()
-        return _Connection(self._open(key[0], host, port, proxy, watch), key), False
-
-    def _take_idle(self, key: Origin) -> _Connection | None:
+    def _take_idle(self, key: Origin, watch: SocketWatch | None) -> _Connection | None:
+        """The idle connection to `key` used last, if it still looks alive; its socket is
+        told to `watch`."""
         with self._lock:
-            for index in range(len(self._idle) - 1, -1, -1):
-                if self._idle[index].key == key:
-                    return self._idle.pop(index)
-        return None
-
-    def _open(
-        self, scheme: str, host: str, port: int, proxy: _Proxy | None, watch: SocketWatch | None
-    ) -> socket.socket:
-        where = (proxy.host, proxy.port) if proxy is not None else (host, port)
-        sock = _connect(*where, self.connect_timeout, watch)
+            found = [index for index, c in enumerate(self._idle) if c.key == key]
+            connection = self._idle.pop(found[-1]) if found else None
+        if connection is None or not connection.looks_alive():
+            if connection is not None:
+                connection.close()
+            return None
+        connection.watch = watch
         try:
-            if scheme == "https":
-                if proxy is not None:
-                    _tunnel(sock, host, port, proxy, self.connect_timeout)
-                sock = _wrap_tls(sock, host, self.connect_timeout, watch)
+            if watch is not None:
+                watch.attach(connection.sock)
         except BaseException:
-            sock.close()
+            connection.close()
             raise
-        return sock
+        return connection
 
 
-class _Stale(Exception):
-    """A connection that failed before its answer began: try a fresh one."""
-
-
-def _read_head(sock: socket.socket, method: str) -> tuple[Head, Body, bytes]:
-    """The head of an answer (interim 1xx heads skipped), its body's decoder and the body
-    bytes read with it."""
-    buffer = b""
-    answered = False
-    while True:
-        end = find_head_end(buffer)
-        if end < 0:
-            if len(buffer) > HEAD_LIMIT:
-                raise ConnectionLost("the answer's head is larger than 64 KiB")
-            data = _recv(sock, first=not answered)
-            if not data:
-                raise ConnectionLost("the server closed the connection mid-answer")
-            buffer += data
-            answered = True
-            continue
-        try:
-            head = parse_head(buffer[:end])
-            if 100 <= head.status < 200:
-                buffer = buffer[end:]
-                continue
-            return head, body_for(head, method), buffer[end:]
-        except ProtocolError as exc:
-            raise ConnectionLost(str(exc)) from exc
-
-
-def _recv(sock: socket.socket, *, first: bool = False) -> bytes:
-    """One read; b"" at the end of the stream. `first`: the read that should bring the
-    first byte of an answer, where a reset or a close means the server dropped a kept-alive
-    connection as the request came (`_Stale`)."""
-    try:
-        data = sock.recv(_READ_SIZE)
-    except TimeoutError as exc:
-        raise ReadTimedOut("timed out waiting for the server") from exc
-    except OSError as exc:
-        if first:
-            raise _Stale from exc
-        raise ConnectionLost(f"{type(exc).__name__}: {exc}") from exc
-    if first and not data:
-        raise _Stale
-    return data
-
-
-def _send_all(sock: socket.socket, data: bytes) -> None:
-    """sendall() whose timeout is per send, not for the whole body: a slow link that keeps
-    taking bytes is not a silent server."""
-    view = memoryview(data)
-    while view:  # slices: SSLSocket.send writes all it is given under one deadline
-        view = view[sock.send(view[:_SEND_SLICE]) :]
+def _detail(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__
 
 
 def _connect(host: str, port: int, timeout: float, watch: SocketWatch | None) -> socket.socket:
     """A TCP connection, trying each address in turn, as socket.create_connection does.
-    The watch learns of each socket once its connect has begun, when a shutdown aborts
-    it. Name resolution cannot be woken: it is bounded by the resolver's own timeout."""
+    Each connect begins before the watch is told (a shutdown before it began would not stop
+    it). Name resolution cannot be woken: it is bounded by the resolver's own timeout."""
     if watch is not None:
         watch.check()
     try:
@@ -482,7 +529,18 @@ def _connect(host: str, port: int, timeout: float, watch: SocketWatch | None) ->
             error = exc
             continue
         try:
-            _connect_one(sock, address, timeout, watch)
+            sock.setblocking(False)
+            code = sock.connect_ex(address)
+            if watch is not None:
+                watch.attach(sock)
+            if code == errno.EINPROGRESS:
+                poller = select.poll()
+                poller.register(sock, select.POLLOUT)
+                if not poller.poll(timeout * 1000):
+                    raise TimeoutError(f"connect timed out after {timeout} s")
+                code = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            if code:
+                raise OSError(code, os.strerror(code))
         except OSError as exc:  # timeouts included: the next address may answer
             sock.close()
             error = exc
@@ -490,7 +548,7 @@ def _connect(host: str, port: int, timeout: float, watch: SocketWatch | None) ->
         except BaseException:
             sock.close()
             raise
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.settimeout(timeout)
         return sock
     if isinstance(error, TimeoutError):
         raise ConnectTimedOut(f"timed out connecting to {host}:{port}") from error
@@ -511,156 +569,97 @@ def _is_loopback(address: str) -> bool:
         return False
 
 
-def _connect_one(
-    sock: socket.socket, address: Any, timeout: float, watch: SocketWatch | None
-) -> None:
-    """Begin the connect, tell the watch, then wait for it: a shutdown before the connect
-    began would not stop it."""
-    sock.setblocking(False)
-    code = sock.connect_ex(address)
-    if code not in (0, errno.EINPROGRESS):
-        raise OSError(code, os.strerror(code))
-    if watch is not None:
-        watch.attach(sock)
-    if code:
-        poller = select.poll()
-        poller.register(sock, select.POLLOUT)
-        if not poller.poll(timeout * 1000):
-            raise TimeoutError(f"connect timed out after {timeout} s")
-        code = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
-        if code:
-            raise OSError(code, os.strerror(code))
-    sock.settimeout(timeout)
-
-
-# --- TLS -----------------------------------------------------------------------------
-
-_tls_lock = threading.Lock()
-_tls_context: ssl.SSLContext | None = None
-
-
-def tls_context() -> ssl.SSLContext:
-    """Built once, on the first https request (~48 ms): SSL_CERT_FILE / SSL_CERT_DIR when
-    set, as OpenSSL and httpx honour them, else certifi's bundle."""
-    global _tls_context
-    with _tls_lock:
-        if _tls_context is None:
-            import ssl
-
-            cafile = os.environ.get("SSL_CERT_FILE") or None
-            capath = os.environ.get("SSL_CERT_DIR") or None
-            if cafile is None and capath is None:
-                import certifi
-
-                cafile = certifi.where()
-            context = ssl.create_default_context(cafile=cafile, capath=capath)
-            context.set_alpn_protocols(["http/1.1"])
-            _tls_context = context
-        return _tls_context
-
-
 def _wrap_tls(
-    sock: socket.socket, host: str, timeout: float, watch: SocketWatch | None
-) -> socket.socket:
-    import ssl
-
-    try:
-        context = tls_context()
-    except (OSError, ssl.SSLError) as exc:
-        raise TLSFailed(f"cannot load the CA certificates: {exc}") from exc
-    sock.settimeout(timeout)
-    try:
-        # wrap_socket takes the descriptor over: the watch must know the new socket
-        # before the handshake, which may wait as long as a connect
-        tls = context.wrap_socket(sock, server_hostname=host, do_handshake_on_connect=False)
-        try:
-            if watch is not None:
-                watch.attach(tls)
-            tls.do_handshake()
-        except BaseException:
-            tls.close()  # it holds the descriptor now; the caller's close would miss it
-            raise
+    sock: socket.socket,
+    host: str,
+    context: Callable[[], ssl.SSLContext],
+    watch: SocketWatch | None,
+) -> ssl.SSLSocket:
+    tls: ssl.SSLSocket | None = None
+    try:  # the TLS socket takes the descriptor over: the watch must know it first
+        tls = context().wrap_socket(sock, server_hostname=host, do_handshake_on_connect=False)
+        if watch is not None:
+            watch.attach(tls)
+        tls.do_handshake()
         return tls
-    except ssl.SSLCertVerificationError as exc:
-        raise TLSFailed(f"{host}: certificate not trusted ({exc.verify_message})") from exc
-    except TimeoutError as exc:
-        raise ConnectTimedOut(f"timed out in the TLS handshake with {host}") from exc
-    except (OSError, ssl.SSLError) as exc:
-        raise ConnectFailed(f"TLS handshake with {host}: {exc}") from exc
+    except BaseException as exc:
+        (tls or sock).close()  # the caller's close would miss a TLS socket
+        if isinstance(exc, ssl.SSLCertVerificationError):
+            what = f"{host}: certificate not trusted ({exc.verify_message})"
+            raise TLSFailed(what) from exc
+        if isinstance(exc, TimeoutError):
+            raise ConnectTimedOut(f"timed out in the TLS handshake with {host}") from exc
+        if isinstance(exc, OSError):  # ssl.SSLError included
+            raise ConnectFailed(f"TLS handshake with {host}: {exc}") from exc
+        raise
 
 
 # --- proxies -------------------------------------------------------------------------
 
 
 class _Proxy:
-    __slots__ = ("authorization", "host", "port")
+    __slots__ = ("headers", "host", "port")
 
-    def __init__(self, host: str, port: int, authorization: str | None) -> None:
+    def __init__(self, host: str, port: int, headers: dict[str, str]) -> None:
         self.host = host
         self.port = port
-        self.authorization = authorization
+        self.headers = headers
+        """Proxy-Authorization, when the proxy URL carries credentials."""
 
 
-def _proxy_for(scheme: str, host: str) -> _Proxy | None:
+def _proxy_for(scheme: str, host: str, port: int) -> _Proxy | None:
     """The environment's proxy for this URL, read as curl and the SDKs read it:
-    `https_proxy` / `http_proxy`, then `all_proxy`, lower case before upper; `no_proxy`
-    lists hosts (and their subdomains) to reach directly, `*` all of them."""
+    `https_proxy` / `http_proxy`, then `all_proxy`, lower case before upper, unless
+    `no_proxy` names the host (see `_bypassed`)."""
     url = _env(f"{scheme}_proxy") or _env("all_proxy")
-    if not url or _bypassed(host):
+    if not url or _bypassed(host, port):
         return None
-    if "://" not in url:
-        url = "http://" + url
-    parts = urlsplit(url)
+    parts = urlsplit(url if "://" in url else "http://" + url)
     if parts.scheme != "http" or not parts.hostname:
         raise BadURL(f"proxy {url}: only http:// proxies are supported")
-    authorization = None
+    headers: dict[str, str] = {}
     if parts.username is not None:
         import base64
 
         pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
-        authorization = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
-    return _Proxy(parts.hostname, parts.port or 80, authorization)
+        headers["Proxy-Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
+    return _Proxy(parts.hostname, parts.port or 80, headers)
 
 
-def _bypassed(host: str) -> bool:
-    host = host.lower()
+def _bypassed(host: str, port: int) -> bool:
+    """`no_proxy`, comma-separated: `*` (everything), host names (their subdomains too; a
+    leading `.` or `*.` changes nothing), IP addresses and CIDR ranges (`10.0.0.0/8`,
+    `fd00::/8`), each with an optional port that must then match (`host:8080`,
+    `[::1]:8080`)."""
+    host = host.lower().strip("[]")
     for listed in (_env("no_proxy") or "").split(","):
-        entry = listed.strip().lower()
+        entry = name = listed.strip().lower()
         if entry == "*":
             return True
-        name = entry.rsplit(":", 1)[0] if entry.count(":") == 1 else entry
-        name = name.lstrip(".").strip("[]")
-        if name and (host == name or host.endswith("." + name)):
+        wanted = None
+        if entry.startswith("["):  # [v6] or [v6]:port
+            name, _, rest = entry[1:].partition("]")
+            wanted = rest[1:] if rest.startswith(":") else None
+        elif entry.count(":") == 1:  # name:port (a bare v6 address has more colons)
+            name, _, wanted = entry.partition(":")
+        name = name.removeprefix("*").lstrip(".")
+        if not name or wanted not in (None, str(port)):
+            continue
+        if "/" in name:
+            import ipaddress  # only for a range
+
+            try:
+                if ipaddress.ip_address(host) in ipaddress.ip_network(name, strict=False):
+                    return True
+            except ValueError:  # a host name, or not a range: no match
+                continue
+        elif host == name or host.endswith("." + name):
             return True
     return False
 
 
 def _env(name: str) -> str | None:
     return os.environ.get(name.lower()) or os.environ.get(name.upper())
-
-
-def _tunnel(sock: socket.socket, host: str, port: int, proxy: _Proxy, timeout: float) -> None:
-    """CONNECT through the proxy: from then on the socket carries TLS to the origin."""
-    authority = _authority(host, port, "")
-    fields = {"Proxy-Authorization": proxy.authorization} if proxy.authorization else {}
-    sock.settimeout(timeout)
-    try:
-        sock.sendall(request_head("CONNECT", authority, authority, fields))
-        buffer = b""
-        while (end := find_head_end(buffer)) < 0:
-            data = sock.recv(4096)
-            if not data or len(buffer) > HEAD_LIMIT:
-                raise ConnectFailed(f"proxy {proxy.host}:{proxy.port} closed the tunnel")
-            buffer += data
-        head = parse_head(buffer[:end])
-    except TimeoutError as exc:
-        raise ConnectTimedOut(f"timed out opening a tunnel through {proxy.host}") from exc
-    except (OSError, ProtocolError) as exc:
-        raise ConnectFailed(f"proxy {proxy.host}:{proxy.port}: {exc}") from exc
-    if not 200 <= head.status < 300:
-        raise ConnectFailed(
-            f"proxy {proxy.host}:{proxy.port} refused the tunnel: {head.status} {head.reason}"
-        )
 
 
 # --- URLs ----------------------------------------------------------------------------
@@ -703,26 +702,27 @@ def _authority(host: str, port: int, scheme: str) -> str:
     return name if port == default else f"{name}:{port}"
 
 
+# --- content coding ------------------------------------------------------------------
+
+
 class _Decoder:
-    """gzip or deflate, should a server compress although we asked for identity. Output
-    comes in pieces of at most 256 KiB (64 KiB read can inflate to 64 MB), and stops with
-    BodyTooLarge past `MAX_DECODED` bytes in all."""
+    """gzip or deflate, should a server compress although we asked for identity: at most
+    256 KiB out per step (64 KiB read can inflate to 64 MB), BodyTooLarge past
+    `MAX_DECODED` bytes in all."""
 
     def __init__(self, wbits: int) -> None:
         self._inner = zlib.decompressobj(wbits)
         self._left = MAX_DECODED
 
     def decompress(self, data: bytes) -> Iterator[bytes]:
-        inner = self._inner
         while True:
             try:
-                piece = inner.decompress(data, _DECODED_PIECE)
+                piece = self._inner.decompress(data, _DECODED_PIECE)
             except zlib.error as exc:
-                what = f"a compressed body that does not decompress: {exc}"
-                raise ConnectionLost(what) from exc
+                raise ConnectionLost(f"a compressed body that does not decompress: {exc}") from exc
             if piece:
                 yield self._count(piece)
-            data = inner.unconsumed_tail
+            data = self._inner.unconsumed_tail
             if not data and len(piece) < _DECODED_PIECE:  # a full piece may have more behind
                 return
 
@@ -742,8 +742,6 @@ def _decoder(coding: str) -> _Decoder | None:
     coding = coding.strip().lower()
     if coding in ("", "identity"):
         return None
-    if coding in ("gzip", "x-gzip"):
-        return _Decoder(16 + 15)
-    if coding == "deflate":
-        return _Decoder(15)
+    if coding in ("gzip", "x-gzip", "deflate"):
+        return _Decoder(15 if coding == "deflate" else 16 + 15)
     raise ConnectionLost(f"the server used content coding {coding!r}, which we did not ask for")
