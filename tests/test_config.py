@@ -65,7 +65,7 @@ def problem(tmp_path: Path, text: str) -> str:
         ),
         (
             "[zzz]\n",
-            ":1: unknown table [zzz] (valid here: compaction, model, models, "
+            ":1: unknown table [zzz] (valid here: compaction, http, model, models, "
             "permissions, prices, providers, shell, subagents)",
         ),
     ],
@@ -105,6 +105,10 @@ def test_unknown_names_are_errors_with_the_line_and_the_nearest_name(
         (
             "[shell]\nenv_keep = 'HOME'\n",
             ':2: [shell] env_keep must be a list of strings (it is "HOME")',
+        ),
+        (
+            "[http]\nca = 'os'\n",
+            ':2: [http] ca must be one of "system", "certifi" (it is "os")',
         ),
     ],
 )
@@ -167,6 +171,9 @@ deny = ["run_command(rm:*)"]
 [shell]
 env_keep = ["GITHUB_TOKEN"]
 env_drop = ["AWS_*"]
+
+[http]
+ca = "system"
 """
     assert read_toml(write(tmp_path / "config.toml", text)) == tomllib.loads(text)
 
@@ -263,4 +270,5 @@ def test_the_schema_is_one_module_that_declares_every_table() -> None:
         "subagents",
         "permissions",
         "shell",
+        "http",
     }

@@ -89,6 +89,14 @@ class ShellTable(_Table, frozen=True, forbid_unknown_fields=True):
     """Names (or `*` globs) never passed on."""
 
 
+class HttpTable(_Table, frozen=True, forbid_unknown_fields=True):
+    """`[http]`, read from the user's file only (the registry and `doctor` are given it)."""
+
+    ca: Literal["system", "certifi"] | None = None
+    """Where server certificates are checked against: "system", the OS store; "certifi",
+    certifi's bundle; absent, SSL_CERT_FILE / SSL_CERT_DIR when set, else certifi."""
+
+
 class Config(_Table, frozen=True, forbid_unknown_fields=True):
     """A `config.toml` / `config.local.toml`."""
 
@@ -100,6 +108,7 @@ class Config(_Table, frozen=True, forbid_unknown_fields=True):
     subagents: SubagentsTable = SubagentsTable()
     permissions: PermissionsTable = PermissionsTable()
     shell: ShellTable = ShellTable()
+    http: HttpTable = HttpTable()
 
 
 class TrustedFile(_Table, frozen=True, forbid_unknown_fields=True):

@@ -120,6 +120,7 @@ def test_custom_providers_and_overrides_from_config() -> None:
         ("x/m", {"providers": {"x": {"wire": "chat"}}}, "needs base_url"),
         ("x/m", {"providers": {"x": {"base_url": "http://h", "models": "m"}}}, "models must be"),
         ("x/m", {"providers": {"x": "http://h"}}, "must be a table"),
+        ("ollama/m", {"http": {"ca": "os"}}, '[http] ca must be "system" or "certifi"'),
     ],
 )
 def test_configuration_errors_are_one_line(
@@ -128,6 +129,12 @@ def test_configuration_errors_are_one_line(
     with pytest.raises(ProviderError) as caught:
         registry.resolve(spec, config, environ=KEYS)
     assert caught.value.kind == "config" and message in caught.value.message
+
+
+@pytest.mark.parametrize("ca", [None, "system", "certifi"])
+def test_http_ca_from_config_reaches_the_client(ca: str | None) -> None:
+    config = {"http": {"ca": ca}} if ca else {}
+    assert registry.resolve("ollama/qwen", config, environ=KEYS).http.trust.ca == ca
 
 
 def test_prices_from_the_table_and_from_config() -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
+    from codecoder.providers.pool import TrustStore
     from codecoder.providers.registry import ProviderSettings
 
 
@@ -115,9 +116,13 @@ def run_doctor(args: argparse.Namespace) -> int:
     if loaded is None:
         return 2
     config, providers = loaded
+    from codecoder.providers import registry
+    from codecoder.providers.pool import TrustStore
+
+    trust = TrustStore(registry.http_ca(config))  # checked when read; one TLS context for all
     results: dict[str, Check] = {}
     threads = [
-        threading.Thread(target=_check_into, args=(settings, timeout, results), daemon=True)
+        threading.Thread(target=_check_into, args=(settings, timeout, results, trust), daemon=True)
         for settings in providers.values()
     ]
     for thread in threads:
@@ -160,14 +165,21 @@ def _in_use(config: Mapping[str, Any], providers: Mapping[str, ProviderSettings]
     return used
 
 
-def _check_into(settings: ProviderSettings, timeout: float, out: dict[str, Check]) -> None:
+def _check_into(
+    settings: ProviderSettings, timeout: float, out: dict[str, Check], trust: TrustStore
+) -> None:
     try:
-        out[settings.name] = check_provider(settings, timeout, os.environ)
+        out[settings.name] = check_provider(settings, timeout, os.environ, trust)
     except Exception as exc:  # a check's own failure is a failed check, not a traceback
         out[settings.name] = Check(False, f"the check failed: {exc!r}")
 
 
-def check_provider(settings: ProviderSettings, timeout: float, environ: Mapping[str, str]) -> Check:
+def check_provider(
+    settings: ProviderSettings,
+    timeout: float,
+    environ: Mapping[str, str],
+    trust: TrustStore | None = None,
+) -> Check:
     """The key is there, and the server answers its model list within `timeout`."""
     from codecoder.kernel.ports import ProviderError
     from codecoder.providers import registry
@@ -180,7 +192,8 @@ def check_provider(settings: ProviderSettings, timeout: float, environ: Mapping[
     wire = registry.wire_format(settings.wire)
     url = registry.base_url(settings, environ)
     headers = {**wire.auth_headers(api_key), **env_headers, **settings.headers}
-    http = HttpClient(url, timeouts=Timeouts(connect=timeout, read=timeout, write=timeout))
+    timeouts = Timeouts(connect=timeout, read=timeout, write=timeout)
+    http = HttpClient(url, timeouts=timeouts, trust=trust)
     started = time.perf_counter()
     try:
         status, _ = http.get(wire.models_path, headers=headers)

@@ -34,6 +34,11 @@ Config (user layer):
     input = 0.0
     output = 0.0
 
+    [http]
+    ca = "system"                                   # the OS certificate store; "certifi":
+                                                    #   certifi's bundle (default: either
+                                                    #   SSL_CERT_FILE/DIR, else certifi)
+
 Every failure here is a ProviderError of kind "config" (exit code 2), one line, naming
 what to set.
 """
@@ -53,6 +58,7 @@ from codecoder.providers.pricing import price_for, price_table
 if TYPE_CHECKING:
     from codecoder.providers.client import WireClient
     from codecoder.providers.http import RetryPolicy, Timeouts
+    from codecoder.providers.pool import CA
     from codecoder.providers.wire import WireFormat, WireName
 
 WIRES: tuple[WireName, ...] = ("chat", "responses", "anthropic")
@@ -220,6 +226,15 @@ def key_status(settings: ProviderSettings, environ: Mapping[str, str]) -> str:
     return "set" if any(name and environ.get(name) for name in names) else "missing"
 
 
+def http_ca(config: Mapping[str, Any]) -> CA | None:
+    """`[http] ca`: where server certificates are checked against (see pool.TrustStore)."""
+    table = config.get("http")
+    ca = table.get("ca") if isinstance(table, Mapping) else None
+    if ca not in (None, "system", "certifi"):
+        raise _config_error('[http] ca must be "system" or "certifi"')
+    return cast("CA | None", ca)
+
+
 def wire_format(name: WireName) -> WireFormat:
     module = importlib.import_module(_WIRE_MODULES[name])
     return module.WIRE
@@ -237,6 +252,7 @@ def resolve(
     (kind "config") for a bad spec, an unknown provider or a missing key."""
     from codecoder.providers.client import WireClient
     from codecoder.providers.http import HttpClient
+    from codecoder.providers.pool import TrustStore
 
     env = os.environ if environ is None else environ
     spec = spec or default_model(config)
@@ -257,7 +273,12 @@ def resolve(
         provider=provider,
         model=model,
         wire=wire_format(settings.wire),
-        http=HttpClient(base_url(settings, env), retry=retry, timeouts=timeouts),
+        http=HttpClient(
+            base_url(settings, env),
+            retry=retry,
+            timeouts=timeouts,
+            trust=TrustStore(http_ca(config)),
+        ),
         api_key=api_key,
         headers={**env_headers, **settings.headers},
         options=settings.options,
