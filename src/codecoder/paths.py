@@ -28,3 +28,16 @@ def sessions_db() -> Path:
 def project_dir(workspace: Path) -> Path:
     """`.codecoder/` of a project: config.toml (shared), config.local.toml (written by us)."""
     return workspace / ".codecoder"
+
+
+def runtime_dir() -> Path:
+    """`$XDG_RUNTIME_DIR/codecoder/`, or `/tmp/codecoder-$UID/` where that variable is
+    unset: the daemon's socket and lock (DESIGN.md §7)."""
+    value = os.environ.get("XDG_RUNTIME_DIR")
+    if value and os.path.isabs(value):
+        return Path(value) / "codecoder"
+    return Path(f"/tmp/codecoder-{os.getuid()}")
+
+
+def daemon_socket() -> Path:
+    return runtime_dir() / "daemon.sock"

@@ -368,12 +368,17 @@ class AskPolicy:
         self.remembered: list[tuple[str, str]] = []
 
     def decide(self, tool: Tool, call: ToolCall) -> Decision:
+        if (tool.name, "forbidden") in self.remembered:
+            return Decision("deny", f"{tool.name} was denied for this session")
         if (tool.name, "session") in self.remembered:
             return Decision("allow")
         return Decision(self.verdict, f"{tool.name} needs approval")
 
     def remember(self, tool: Tool, call: ToolCall, scope: Literal["session", "project"]) -> None:
         self.remembered.append((tool.name, scope))
+
+    def forbid(self, tool: Tool, call: ToolCall) -> None:
+        self.remembered.append((tool.name, "forbidden"))
 
 
 def _confirm_run(
@@ -464,6 +469,14 @@ def test_trace_records_commands_and_events_with_thread_and_turn(tmp_path: Path) 
     assert events[-1]["data"]["type"] == "done"
     times = [r["t"] for r in records]
     assert times == sorted(times)
+
+
+def test_deny_for_the_session_denies_the_next_call_without_asking(tmp_path: Path) -> None:
+    events, policy, _ = _confirm_run(tmp_path, ConfirmReply("deny_session"))
+    assert sum(isinstance(e, ConfirmRequest) for e in events) == 1
+    finished = [e for e in events if isinstance(e, ToolFinished)]
+    assert [f.error.kind if f.error else None for f in finished] == ["denied", "denied"]
+    assert policy.remembered == [("echo", "forbidden")]
 
 
 class BrokenMemory(AskPolicy):

@@ -308,3 +308,14 @@ def test_a_negated_pattern_is_not_ignored(tmp_path: Path) -> None:
     assert ignore_plan(tmp_path) == "append"
     (tmp_path / ".gitignore").write_text("/other/.codecoder/\n")
     assert ignore_plan(tmp_path) == "append"
+
+
+def test_forbid_denies_the_same_call_for_the_rest_of_the_session(tmp_path: Path) -> None:
+    policy = RulePolicy(tmp_path, "ask")
+    policy.forbid(*run("npm publish"))
+    decision = policy.decide(*run("npm publish"))
+    assert decision.verdict == "deny" and "session" in decision.reason
+    assert policy.decide(*run("npm publish --dry-run")).verdict == "ask"
+    policy.forbid(*call("write_file", path="a.txt", content="x"))
+    assert policy.decide(*call("write_file", path="./a.txt", content="y")).verdict == "deny"
+    assert RulePolicy(tmp_path, "ask").decide(*run("npm publish")).verdict == "ask"

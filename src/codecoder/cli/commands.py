@@ -24,6 +24,8 @@ COMMANDS = (
     "prompt",
     "trust",
     "untrust",
+    "daemon",
+    "acp",
 )
 _WITH_VALUE = ("-m", "--model", "--script", "-C", "--cwd", "--approval", "--max-rounds")
 _WITH_VALUE += ("--trace", "--resume")
@@ -172,9 +174,9 @@ def build_parser(first: str | None = None) -> argparse.ArgumentParser:
     demo.add_argument("--keep", action="store_true", help="keep the example project copy")
     demo.set_defaults(func=_demo)
 
-    from codecoder.cli import prompt_cmd, provider_commands, sessions_cmd, trust_cmd
+    from codecoder.cli import daemon_cmd, prompt_cmd, provider_commands, sessions_cmd, trust_cmd
 
-    for module in (provider_commands, sessions_cmd, prompt_cmd, trust_cmd):
+    for module in (provider_commands, sessions_cmd, prompt_cmd, trust_cmd, daemon_cmd):
         module.add_parsers(sub)
     return parser
 

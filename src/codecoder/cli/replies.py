@@ -1,7 +1,7 @@
 """Answers to the agent's questions read from standard input (`exec --stdin-replies`).
 
 One JSON object per line: `{"type": "reply", "request_id": …, "decision": "allow_once |
-allow_session | allow_project | deny", "message": …}` for a ConfirmRequest, and
+allow_session | allow_project | deny | deny_session", "message": …}` for a ConfirmRequest, and
 `{"type": "reply", "request_id": …, "answer": …}` for an AskUser. Each answer goes into
 the oneshot that travelled with the question; EOF means deny (and no answer) for every
 question still open and every later one.
@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import IO, Any
+from typing import IO, Any, get_args
 
 import msgspec
 
 from codecoder.kernel.events import ConfirmReply, ConfirmRequest, Decision
 from codecoder.kernel.oneshot import Oneshot
 
-_DECISIONS: tuple[Decision, ...] = ("allow_once", "allow_session", "allow_project", "deny")
+_DECISIONS: tuple[Decision, ...] = get_args(Decision)
 EOF_ANSWER = "(no answer: standard input closed)"
 
 

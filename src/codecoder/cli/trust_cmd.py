@@ -8,8 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-EXIT_OK = 0
-EXIT_USAGE = 2
+from codecoder.cli.exitcodes import EXIT_OK, EXIT_USAGE
 
 
 def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -16,7 +16,8 @@ from codecoder.kernel.messages import ToolCall, ToolResult
 from codecoder.kernel.oneshot import Oneshot
 
 DoneReason = Literal["completed", "cancelled", "max_rounds", "error", "shutdown"]
-Decision = Literal["allow_once", "allow_session", "allow_project", "deny"]
+Decision = Literal["allow_once", "allow_session", "allow_project", "deny", "deny_session"]
+"""`deny_session`: deny, and deny the same call again without asking for the session."""
 ToolErrorKind = Literal["denied", "invalid_args", "unknown_tool", "crashed", "timeout"]
 
 

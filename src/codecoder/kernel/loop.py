@@ -422,7 +422,9 @@ class AgentLoop:
                 self._policy.remember(tool, call, scope)
             except Exception as exc:  # the user allowed this call; saving the rule failed
                 self._emit(StatusUpdate("permissions", f"could not save the rule: {exc}"))
-        elif answer.decision == "deny":
+        elif answer.decision in ("deny", "deny_session"):
+            if answer.decision == "deny_session":
+                self._policy.forbid(tool, call)
             message = "the user denied this call"
             if answer.message:
                 message += f": {answer.message}"

@@ -184,12 +184,14 @@ class Decision(msgspec.Struct, frozen=True):
 
 @runtime_checkable
 class PermissionPolicy(Protocol):
-    """Decides each tool call; `remember` records an "always" answer."""
+    """Decides each tool call; `remember` records an "always" answer, `forbid` a "deny,
+    this session" one."""
 
     def decide(self, tool: Tool, call: ToolCall) -> Decision: ...
     def remember(
         self, tool: Tool, call: ToolCall, scope: Literal["session", "project"]
     ) -> None: ...
+    def forbid(self, tool: Tool, call: ToolCall) -> None: ...
 
 
 @runtime_checkable

@@ -62,7 +62,8 @@ _NOBODY_TO_ASK = (
 
 
 class _Grants:
-    """Session grants: exact command lines, exact (tool, real path), (tool, host), tools."""
+    """Session grants (or, for "deny, this session", refusals): exact command lines,
+    exact (tool, real path), (tool, host), tools."""
 
     def __init__(self) -> None:
         self.commands: set[str] = set()
@@ -106,6 +107,7 @@ class RulePolicy:
         self._user = user if user is not None else RuleSet()
         self._project = project if project is not None else RuleSet()
         self._grants = _Grants()
+        self._refusals = _Grants()
         self._lock = threading.Lock()
         self.edit_tracked_gitignore = False
         """May the first project rule add its file to a .gitignore that git tracks? Set by
@@ -149,6 +151,8 @@ class RulePolicy:
                     "deny", f"read-only mode runs only plain reads: {_describe(writer)}"
                 )
         with self._lock:
+            if self._refusals.covers_call(tool, call) or any(map(self._refusals.covers, parts)):
+                return Decision("deny", "you denied this for the rest of the session")
             granted = self._grants.covers_call(tool, call)
             decisions = [self._judge(part, granted, mode) for part in parts]
         decision = _strictest(decisions)
@@ -218,17 +222,15 @@ class RulePolicy:
         if scope == "project":
             self._write_project_rules(pending)
 
+    def forbid(self, tool: Tool, call: ToolCall) -> None:
+        """Record a "deny, this session" answer: the same call (the exact command line,
+        the same file with the same tool, the same host) is denied without asking."""
+        parts = analyse(tool, call, self.scope)
+        with self._lock:
+            _record(self._refusals, tool, call, parts)
+
     def _grant(self, tool: Tool, call: ToolCall, parts: list[Part]) -> None:
-        command = call.args.get("command")
-        if tool.name == COMMAND_TOOL and isinstance(command, str):
-            self._grants.commands.add(command)
-        for part in parts:
-            if isinstance(part, FilePart) and tool.name != COMMAND_TOOL:
-                self._grants.files.add((part.tool, str(part.target.real)))
-            elif isinstance(part, UrlPart):
-                self._grants.hosts.add((part.tool, part.host))
-            elif isinstance(part, ToolPart):
-                self._grants.tools.add(part.tool)
+        _record(self._grants, tool, call, parts)
 
     def _write_project_rules(self, parts: list[Part]) -> None:
         """One exact rule per part not yet allowed; a carried command is covered by the
@@ -254,6 +256,19 @@ class RulePolicy:
                 self._project = project
         if first:
             tomlfile.ignore_local_file(self.workspace, edit_tracked=self.edit_tracked_gitignore)
+
+
+def _record(grants: _Grants, tool: Tool, call: ToolCall, parts: list[Part]) -> None:
+    command = call.args.get("command")
+    if tool.name == COMMAND_TOOL and isinstance(command, str):
+        grants.commands.add(command)
+    for part in parts:
+        if isinstance(part, FilePart) and tool.name != COMMAND_TOOL:
+            grants.files.add((part.tool, str(part.target.real)))
+        elif isinstance(part, UrlPart):
+            grants.hosts.add((part.tool, part.host))
+        elif isinstance(part, ToolPart):
+            grants.tools.add(part.tool)
 
 
 def _project_rules(workspace: Path) -> RuleSet:

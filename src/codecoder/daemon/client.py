@@ -1,0 +1,279 @@
+"""The daemon's client: what `codecoder sessions`, `codecoder --attach` and the terminal
+client use to talk to a running daemon (the only part of daemon/ the CLI imports).
+
+`DaemonClient` is a blocking JSON-RPC caller over the socket. `RemoteAgent` drives one
+session through it and looks, to the terminal client, like the kernel's AgentHandle:
+`send`, `cancel`, `next_event`, `shutdown` (which detaches: the session goes on). It
+turns ACP updates back into kernel events (agent_message_chunk → NewToken, tool_call →
+ToolStarted, a permission request → ConfirmRequest with a reply oneshot whose answer
+goes back as the response), so one renderer serves both.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import socket
+import threading
+from pathlib import Path
+from typing import Any
+
+from codecoder import paths
+from codecoder.daemon.acp import PERMISSION_OPTIONS, PROTOCOL_VERSION
+from codecoder.daemon.rpc import Connection, RpcError
+from codecoder.kernel.events import (
+    AgentEvent,
+    AskUser,
+    ConfirmReply,
+    ConfirmRequest,
+    Done,
+    DoneReason,
+    Error,
+    NewReasoning,
+    NewToken,
+    StatusUpdate,
+    ToolFinished,
+    ToolStarted,
+)
+from codecoder.kernel.messages import Text, ToolCall, ToolResult
+from codecoder.kernel.oneshot import Oneshot
+
+_STOP = {"end_turn": "completed", "cancelled": "cancelled", "max_turn_requests": "max_rounds"}
+
+
+class DaemonUnavailable(Exception):
+    """No daemon answers on the socket."""
+
+
+class DaemonClient:
+    def __init__(self, path: Path | None = None, *, timeout: float = 5.0) -> None:
+        target = path or paths.daemon_socket()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(timeout)
+            sock.connect(str(target))
+            sock.settimeout(None)
+        except OSError as exc:
+            sock.close()
+            raise DaemonUnavailable(f"no daemon at {target}: {exc.strerror or exc}") from exc
+        self._notifications: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self.conn = Connection.over_socket(sock, self, name="daemon")
+        self.conn.start()
+
+    # --- rpc.Handler: what the daemon sends us ---------------------------------------
+
+    def on_request(self, conn: Connection, request_id: Any, method: str, params: Any) -> None:
+        self._notifications.put(("__request__", (request_id, method, params)))
+
+    def on_notification(self, conn: Connection, method: str, params: Any) -> None:
+        self._notifications.put((method, params))
+
+    def on_close(self, conn: Connection) -> None:
+        self._notifications.put(("__closed__", None))
+
+    # --- calls ---------------------------------------------------------------------------
+
+    def call(self, method: str, params: Any, timeout: float | None = 30.0) -> Any:
+        done = threading.Event()
+        box: list[Any] = []
+
+        def answered(result: Any, error: RpcError | None) -> None:
+            box.append((result, error))
+            done.set()
+
+        if self.conn.request(method, params, answered) is None:
+            raise DaemonUnavailable("the connection to the daemon is closed")
+        if not done.wait(timeout):
+            raise TimeoutError(f"{method}: no answer within {timeout} s")
+        result, error = box[0]
+        if error is not None:
+            raise error
+        return result
+
+    def call_async(self, method: str, params: Any, on_answer: Any) -> None:
+        if self.conn.request(method, params, on_answer) is None:
+            raise DaemonUnavailable("the connection to the daemon is closed")
+
+    def initialize(self) -> dict[str, Any]:
+        capabilities = {"_meta": {"codecoder": {"askUser": True}}}
+        params = {"protocolVersion": PROTOCOL_VERSION, "clientCapabilities": capabilities}
+        return self.call("initialize", params)
+
+    def next_message(self, timeout: float | None = None) -> tuple[str, Any]:
+        try:
+            return self._notifications.get(timeout=timeout)
+        except queue.Empty:
+            raise TimeoutError(f"nothing from the daemon within {timeout} s") from None
+
+    def close(self) -> None:
+        self.conn.close()
+        self.conn.join(2)
+
+
+class RemoteAgent:
+    """One daemon session, seen through the AgentHandle's surface."""
+
+    def __init__(self, client: DaemonClient, session_id: str, workspace: Path) -> None:
+        self.client = client
+        self.session_id = session_id
+        self.workspace = workspace
+        self._events: queue.SimpleQueue[AgentEvent | None] = queue.SimpleQueue()
+        self._names: dict[str, tuple[str, dict[str, Any]]] = {}
+        self._pump = threading.Thread(target=self._read, name="remote-events", daemon=True)
+        self._pump.start()
+
+    @classmethod
+    def open(
+        cls, client: DaemonClient, workspace: Path, session_id: str | None = None
+    ) -> RemoteAgent:
+        """A new session in `workspace`, or an attach to a live one."""
+        client.initialize()
+        if session_id is None:
+            result = client.call("session/new", {"cwd": str(workspace), "mcpServers": []})
+            session_id = str(result["sessionId"])
+        else:
+            client.call("_codecoder/session/attach", {"sessionId": session_id})
+        return cls(client, session_id, workspace)
+
+    # --- the AgentHandle surface -----------------------------------------------------------
+
+    def send(self, text: str) -> None:
+        params = {"sessionId": self.session_id, "prompt": [{"type": "text", "text": text}]}
+        self.client.call_async("session/prompt", params, self._prompt_answered)
+
+    def cancel(self) -> None:
+        self.client.conn.notify("session/cancel", {"sessionId": self.session_id})
+
+    def next_event(self, timeout: float | None = None) -> AgentEvent | None:
+        try:
+            return self._events.get(timeout=timeout)
+        except queue.Empty:
+            raise TimeoutError(f"no event within {timeout} s") from None
+
+    def shutdown(self, timeout: float | None = 10.0) -> None:
+        """Detach: the session goes on in the daemon."""
+        with contextlib.suppress(RpcError, TimeoutError, DaemonUnavailable):
+            self.client.call("_codecoder/session/detach", {"sessionId": self.session_id}, 5.0)
+        self.client.close()
+        self._pump.join(timeout)
+
+    # --- ACP → kernel events ---------------------------------------------------------------------
+
+    def _prompt_answered(self, result: Any, error: RpcError | None) -> None:
+        if error is not None:
+            self._events.put(Error("daemon", error.message))
+            self._events.put(Done(cancelled=False, reason="error"))
+            return
+        stop = result.get("stopReason") if isinstance(result, dict) else None
+        reason: DoneReason = _STOP.get(str(stop), "completed")  # type: ignore[assignment]
+        self._events.put(Done(cancelled=reason == "cancelled", reason=reason))
+
+    def _read(self) -> None:
+        while True:
+            method, params = self.client.next_message()
+            if method == "__closed__":
+                self._events.put(None)
+                return
+            if method == "__request__":
+                self._question(*params)
+            elif method == "session/update" and isinstance(params, dict):
+                for event in self._translate(params.get("update")):
+                    self._events.put(event)
+            elif method == "_codecoder/status" and isinstance(params, dict):
+                self._events.put(StatusUpdate(str(params.get("status")), str(params.get("detail"))))
+
+    def _translate(self, update: Any) -> list[AgentEvent]:
+        if not isinstance(update, dict):
+            return []
+        kind = update.get("sessionUpdate")
+        content = update.get("content")
+        if kind in ("agent_message_chunk", "agent_thought_chunk") and isinstance(content, dict):
+            text = str(content.get("text", ""))
+            return [NewToken(text) if kind == "agent_message_chunk" else NewReasoning(text)]
+        call_id = str(update.get("toolCallId", ""))
+        if kind == "tool_call":
+            raw = update.get("rawInput")
+            args: dict[str, Any] = raw if isinstance(raw, dict) else {}
+            name = _tool_name(update)
+            self._names[call_id] = (name, args)
+            return [ToolStarted(call_id, name, args)]
+        if kind == "tool_call_update" and update.get("status") in ("completed", "failed"):
+            name, _ = self._names.pop(call_id, ("tool", {}))
+            text = _content_text(update.get("content"))
+            status = "success" if update["status"] == "completed" else "error"
+            result = ToolResult(call_id, (Text(text),), status)
+            return [ToolFinished(call_id, name, result=result)]
+        return []
+
+    def _question(self, request_id: Any, method: str, params: Any) -> None:
+        if not isinstance(params, dict):
+            return
+        if method == "_codecoder/ask_user":
+            options = tuple(str(o) for o in params.get("options") or ())
+            answer: Oneshot[str] = Oneshot()
+            self._events.put(AskUser(str(params.get("question", "")), options, answer))
+            threading.Thread(
+                target=self._relay_answer, args=(request_id, answer), daemon=True
+            ).start()
+            return
+        if method == "session/request_permission":
+            raw = params.get("toolCall")
+            call_fields: dict[str, Any] = raw if isinstance(raw, dict) else {}
+            args = call_fields.get("rawInput")
+            call = ToolCall(
+                id=str(call_fields.get("toolCallId", "")),
+                name=_tool_name(call_fields),
+                args=args if isinstance(args, dict) else {},
+            )
+            reply: Oneshot[ConfirmReply] = Oneshot()
+            self._events.put(ConfirmRequest(call, str(call_fields.get("title", "")), reply))
+            threading.Thread(
+                target=self._relay_decision, args=(request_id, reply), daemon=True
+            ).start()
+            return
+        self.client.conn.error(request_id, -32601, f"this client does not handle {method}")
+
+    def _relay_answer(self, request_id: Any, answer: Oneshot[str]) -> None:
+        try:
+            text = answer.recv(timeout=3600)
+        except TimeoutError:
+            text = "(no answer)"
+        self.client.conn.respond(request_id, {"answer": text})
+
+    def _relay_decision(self, request_id: Any, reply: Oneshot[ConfirmReply]) -> None:
+        try:
+            decision: str | None = reply.recv(timeout=3600).decision
+        except TimeoutError:
+            decision = None
+        known = {option["optionId"] for option in PERMISSION_OPTIONS}
+        outcome: dict[str, Any] = (
+            {"outcome": "selected", "optionId": decision}
+            if decision in known
+            else {"outcome": "cancelled"}
+        )
+        self.client.conn.respond(request_id, {"outcome": outcome})
+
+
+def _tool_name(call: dict[str, Any]) -> str:
+    """The kernel's tool name of an ACP tool call (from its kind and input)."""
+    raw = call.get("rawInput")
+    args = raw if isinstance(raw, dict) else {}
+    kind = call.get("kind")
+    if "command" in args:
+        return "run_command"
+    if kind == "edit":
+        return "edit_file" if "old_text" in args else "write_file"
+    if kind == "read":
+        return "read_file"
+    if kind == "search":
+        return "grep"
+    return str(kind or "tool")
+
+
+def _content_text(content: Any) -> str:
+    parts: list[str] = []
+    for item in content if isinstance(content, list) else []:
+        inner = item.get("content") if isinstance(item, dict) else None
+        if isinstance(inner, dict) and isinstance(inner.get("text"), str):
+            parts.append(inner["text"])
+    return "\n".join(parts)

@@ -1,0 +1,306 @@
+"""The ACP handler: one set of methods for every connection, over the daemon's socket
+and over stdio (`codecoder acp`), and the hub of live sessions they share.
+
+Requests are handled on the connection's reader thread and never wait for a turn: a
+`session/prompt` is queued on its session and answered when its turn is done, by the
+session's broadcaster. Extensions live under `_codecoder/` (docs/acp.md).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from codecoder import __version__
+from codecoder.app.options import AgentOptions
+from codecoder.daemon import acp
+from codecoder.daemon.rpc import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    SERVER_ERROR,
+    Connection,
+    RpcError,
+)
+from codecoder.daemon.session import LiveSession
+from codecoder.permissions.modes import MODES, ApprovalMode
+
+
+class Hub:
+    """The live sessions of one process, by id."""
+
+    def __init__(self, defaults: AgentOptions, *, answer_timeout: float = 300.0) -> None:
+        self.defaults = defaults
+        self.answer_timeout = answer_timeout
+        self._lock = threading.Lock()
+        self._sessions: dict[str, LiveSession] = {}
+        self._closing = False
+
+    def new(self, cwd: str) -> LiveSession:
+        return self._start(msgspec.structs.replace(self.defaults, cwd=cwd))
+
+    def load(self, session_id: str, cwd: str | None) -> LiveSession:
+        live = self.find(session_id)
+        if live is not None:
+            return live
+        options = msgspec.structs.replace(self.defaults, cwd=cwd, resume=session_id)
+        return self._start(options)
+
+    def find(self, session_id: str) -> LiveSession | None:
+        """A live session by id, or by a prefix of at least 8 characters that names one."""
+        with self._lock:
+            if session_id in self._sessions:
+                return self._sessions[session_id]
+            if len(session_id) < 8:
+                return None
+            found = [s for key, s in self._sessions.items() if key.startswith(session_id)]
+        return found[0] if len(found) == 1 else None
+
+    def get(self, session_id: Any) -> LiveSession:
+        if not isinstance(session_id, str):
+            raise RpcError(INVALID_PARAMS, "`sessionId` must be a string")
+        live = self.find(session_id)
+        if live is None:
+            raise RpcError(SERVER_ERROR, f"no live session {session_id!r}")
+        return live
+
+    def sessions(self) -> list[LiveSession]:
+        with self._lock:
+            return list(self._sessions.values())
+
+    def _start(self, options: AgentOptions) -> LiveSession:
+        from codecoder.app.wiring import WiringError, build_agent
+
+        workspace = Path(options.cwd or ".").expanduser()
+        if not workspace.is_absolute() or not workspace.is_dir():
+            raise RpcError(
+                INVALID_PARAMS, f"`cwd` must be an existing absolute folder: {workspace}"
+            )
+        with self._lock:
+            if self._closing:
+                raise RpcError(SERVER_ERROR, "the agent is shutting down")
+        try:
+            setup = build_agent(options, workspace.resolve())
+        except WiringError as exc:
+            raise RpcError(SERVER_ERROR, str(exc)) from exc
+        with self._lock:
+            existing = self._sessions.get(setup.session_id)
+            if existing is not None:  # loaded twice at once: keep the first
+                setup.close()
+                return existing
+            live = LiveSession(setup, answer_timeout=self.answer_timeout, on_end=self._ended)
+            self._sessions[live.id] = live
+        return live
+
+    def _ended(self, live: LiveSession) -> None:
+        with self._lock:
+            if self._sessions.get(live.id) is live:
+                del self._sessions[live.id]
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Cancel every turn and end every session, its state committed."""
+        with self._lock:
+            self._closing = True
+            sessions = list(self._sessions.values())
+        for live in sessions:
+            live.cancel()
+        for live in sessions:
+            live.close(timeout)
+
+
+class _Client:
+    """What the handler knows of one connection."""
+
+    def __init__(self) -> None:
+        self.initialized = False
+        self.ask_user = False
+        self.sessions: set[str] = set()
+
+
+Method = Callable[["AcpHandler", Connection, Any], Any]
+_LATER = object()
+"""A method's result when it answers later (session/prompt)."""
+
+
+class AcpHandler:
+    """Implements rpc.Handler for ACP v1 and the `_codecoder/` extensions."""
+
+    def __init__(
+        self, hub: Hub, *, on_shutdown: Callable[[], None] = lambda: None, name: str = "codecoder"
+    ) -> None:
+        self.hub = hub
+        self._on_shutdown = on_shutdown
+        self._name = name
+        self._lock = threading.Lock()
+        self._clients: dict[Connection, _Client] = {}
+
+    # --- rpc.Handler ---------------------------------------------------------------------
+
+    def on_request(self, conn: Connection, request_id: Any, method: str, params: Any) -> None:
+        handler = _METHODS.get(method)
+        if handler is None:
+            conn.error(request_id, METHOD_NOT_FOUND, f"unknown method {method!r}")
+            return
+        try:
+            result = handler(self, conn, _Params(params, request_id))
+        except RpcError as exc:
+            conn.error(request_id, exc.code, exc.message, exc.data)
+            return
+        except Exception as exc:  # a bug must cost one request, not the connection
+            conn.error(request_id, INTERNAL_ERROR, f"internal error: {exc!r}")
+            return
+        if result is not _LATER:
+            conn.respond(request_id, result)
+
+    def on_notification(self, conn: Connection, method: str, params: Any) -> None:
+        """Only `session/cancel`; a notification has no answer, so a bad one is dropped."""
+        if method != "session/cancel" or not isinstance(params, dict):
+            return
+        session_id = params.get("sessionId")
+        live = self.hub.find(session_id) if isinstance(session_id, str) else None
+        if live is not None:
+            live.cancel()
+
+    def on_close(self, conn: Connection) -> None:
+        with self._lock:
+            client = self._clients.pop(conn, None)
+        for session_id in client.sessions if client is not None else ():
+            live = self.hub.find(session_id)
+            if live is not None:
+                live.detach(conn)
+
+    def client(self, conn: Connection) -> _Client:
+        with self._lock:
+            return self._clients.setdefault(conn, _Client())
+
+    # --- methods -----------------------------------------------------------------------------
+
+    def initialize(self, conn: Connection, params: _Params) -> dict[str, Any]:
+        version = params.get("protocolVersion")
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise RpcError(INVALID_PARAMS, "`protocolVersion` must be an integer")
+        client = self.client(conn)
+        client.initialized = True
+        capabilities = params.get("clientCapabilities")
+        meta = capabilities.get("_meta") if isinstance(capabilities, dict) else None
+        ours = meta.get("codecoder") if isinstance(meta, dict) else None
+        client.ask_user = isinstance(ours, dict) and ours.get("askUser") is True
+        return {
+            "protocolVersion": min(version, acp.PROTOCOL_VERSION),
+            "agentCapabilities": {
+                "loadSession": True,
+                "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+            },
+            "agentInfo": {"name": self._name, "title": "CodeCoder", "version": __version__},
+            "authMethods": [],
+        }
+
+    def new_session(self, conn: Connection, params: _Params) -> dict[str, Any]:
+        live = self.hub.new(params.text("cwd"))
+        self._attach(conn, live, replay=False)
+        return {"sessionId": live.id, "modes": acp.mode_state(live.mode)}
+
+    def load_session(self, conn: Connection, params: _Params) -> dict[str, Any]:
+        live = self.hub.load(params.text("sessionId"), params.optional_text("cwd"))
+        self._attach(conn, live, replay=True)
+        return {"modes": acp.mode_state(live.mode)}
+
+    def attach(self, conn: Connection, params: _Params) -> dict[str, Any]:
+        live = self.hub.get(params.get("sessionId"))
+        self._attach(conn, live, replay=True)
+        return {"sessionId": live.id, "modes": acp.mode_state(live.mode)}
+
+    def detach(self, conn: Connection, params: _Params) -> dict[str, Any]:
+        live = self.hub.get(params.get("sessionId"))
+        live.detach(conn)
+        self.client(conn).sessions.discard(live.id)
+        return {}
+
+    def prompt(self, conn: Connection, params: _Params) -> object:
+        live = self.hub.get(params.get("sessionId"))
+        if not live.attached(conn):
+            raise RpcError(SERVER_ERROR, "attach to the session first (session/load)")
+        try:
+            text = acp.prompt_text(params.get("prompt"), live.workspace)
+        except ValueError as exc:
+            raise RpcError(INVALID_PARAMS, str(exc)) from exc
+        live.prompt(conn, params.request_id, text)
+        return _LATER
+
+    def set_mode(self, conn: Connection, params: _Params) -> dict[str, Any]:
+        live = self.hub.get(params.get("sessionId"))
+        mode = params.get("modeId")
+        if mode not in MODES:
+            raise RpcError(INVALID_PARAMS, f"`modeId` must be one of {', '.join(MODES)}")
+        live.set_mode(_mode(mode))
+        return {}
+
+    def list_sessions(self, conn: Connection, params: _Params) -> dict[str, Any]:
+        found = [
+            {
+                "sessionId": live.id,
+                "cwd": str(live.workspace),
+                "mode": live.mode,
+                "running": live.running,
+                "clients": live.clients,
+            }
+            for live in self.hub.sessions()
+        ]
+        return {"sessions": found, "pid": os.getpid()}
+
+    def shutdown(self, conn: Connection, params: _Params) -> dict[str, Any]:
+        threading.Thread(target=self._on_shutdown, name="shutdown", daemon=True).start()
+        return {}
+
+    def _attach(self, conn: Connection, live: LiveSession, *, replay: bool) -> None:
+        client = self.client(conn)
+        live.attach(conn, ask_user=client.ask_user, replay=replay)
+        client.sessions.add(live.id)
+
+
+class _Params:
+    """A request's params, checked as they are read (INVALID_PARAMS otherwise)."""
+
+    def __init__(self, params: Any, request_id: Any) -> None:
+        if params is not None and not isinstance(params, dict):
+            raise RpcError(INVALID_PARAMS, "`params` must be an object")
+        self._params: dict[str, Any] = params or {}
+        self.request_id = request_id
+
+    def get(self, key: str) -> Any:
+        return self._params.get(key)
+
+    def text(self, key: str) -> str:
+        value = self._params.get(key)
+        if not isinstance(value, str) or not value:
+            raise RpcError(INVALID_PARAMS, f"`{key}` must be a non-empty string")
+        return value
+
+    def optional_text(self, key: str) -> str | None:
+        value = self._params.get(key)
+        return value if isinstance(value, str) and value else None
+
+
+def _mode(text: str) -> ApprovalMode:
+    for mode in MODES:
+        if text == mode:
+            return mode
+    raise RpcError(INVALID_PARAMS, f"unknown mode {text!r}")
+
+
+_METHODS: dict[str, Method] = {
+    "initialize": AcpHandler.initialize,
+    "session/new": AcpHandler.new_session,
+    "session/load": AcpHandler.load_session,
+    "session/prompt": AcpHandler.prompt,
+    "session/set_mode": AcpHandler.set_mode,
+    "_codecoder/sessions/list": AcpHandler.list_sessions,
+    "_codecoder/session/attach": AcpHandler.attach,
+    "_codecoder/session/detach": AcpHandler.detach,
+    "_codecoder/shutdown": AcpHandler.shutdown,
+}

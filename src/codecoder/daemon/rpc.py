@@ -1,0 +1,285 @@
+"""JSON-RPC 2.0 over a byte stream, one JSON object per line: the wire of ACP.
+
+A `Connection` is one peer: a reader thread that frames and decodes lines and hands each
+message to its handler, and a writer thread that drains a bounded outbound buffer. The
+threads are the point: whoever sends (a session's broadcaster above all) only appends
+bytes and never waits for a slow or dead peer. A peer whose unsent bytes pass the bound
+has fallen too far behind: it is told so, if a last line still fits, and dropped; it can
+reattach. The same class serves a Unix socket and a pair of pipes (`codecoder acp`).
+
+Frames are capped (MAX_FRAME): a longer line gets a JSON-RPC error and is skipped, and
+the connection stays usable, as it does after malformed JSON or an unknown method.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import socket
+import threading
+from collections import deque
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import msgspec
+
+MAX_FRAME = 8 * 1024 * 1024
+"""The longest line a peer may send (8 MiB)."""
+MAX_OUTBOUND = 64 * 1024 * 1024
+"""Unsent bytes a peer may fall behind by before it is dropped (64 MiB)."""
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+SERVER_ERROR = -32000
+"""A request that could not be done (an unknown session, a model that cannot start)."""
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder()
+
+
+class RpcError(Exception):
+    """Raised by a method handler: answered as a JSON-RPC error."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    """One frame: the message as JSON and its newline."""
+    return _encoder.encode(message) + b"\n"
+
+
+def notification(method: str, params: Any) -> bytes:
+    return encode({"jsonrpc": "2.0", "method": method, "params": params})
+
+
+class LineReader(Protocol):
+    """What the reader thread reads from (a socket's file, stdin's buffer)."""
+
+    def readline(self, size: int = -1, /) -> bytes: ...
+
+
+class Handler(Protocol):
+    """What a connection calls on its reader thread (never blocking for long)."""
+
+    def on_request(self, conn: Connection, request_id: Any, method: str, params: Any) -> None: ...
+
+    def on_notification(self, conn: Connection, method: str, params: Any) -> None: ...
+
+    def on_close(self, conn: Connection) -> None: ...
+
+
+ResponseCallback = Callable[[Any, "RpcError | None"], None]
+"""Called with (result, None) or (None, error) when the peer answers a request of ours."""
+
+
+class Connection:
+    def __init__(
+        self,
+        reader: LineReader,
+        write: Callable[[bytes], None],
+        handler: Handler,
+        *,
+        name: str = "peer",
+        close_transport: Callable[[], None] = lambda: None,
+        max_outbound: int = MAX_OUTBOUND,
+    ) -> None:
+        self.name = name
+        self._reader = reader
+        self._write = write
+        self._handler = handler
+        self._close_transport = close_transport
+        self._max_outbound = max_outbound
+        self._lock = threading.Lock()
+        self._ready = threading.Condition(self._lock)
+        self._outbound: deque[bytes] = deque()
+        self._queued = 0
+        self._closing = False
+        self._shut = False
+        self._closed = threading.Event()
+        self._ids = itertools.count(1)
+        self._waiting: dict[int, ResponseCallback] = {}
+        self._threads = [
+            threading.Thread(target=self._read_loop, name=f"rpc-read-{name}", daemon=True),
+            threading.Thread(target=self._write_loop, name=f"rpc-write-{name}", daemon=True),
+        ]
+        self.dropped = False
+        """Dropped for falling too far behind (it may reattach)."""
+
+    @classmethod
+    def over_socket(cls, sock: socket.socket, handler: Handler, **kwargs: Any) -> Connection:
+        reader: Any = sock.makefile("rb", buffering=65536)
+
+        def close() -> None:
+            for step in (lambda: sock.shutdown(socket.SHUT_RDWR), reader.close, sock.close):
+                with contextlib.suppress(OSError):
+                    step()
+
+        return cls(reader, sock.sendall, handler, close_transport=close, **kwargs)
+
+    def start(self) -> None:
+        for thread in self._threads:
+            thread.start()
+
+    # --- sending ---------------------------------------------------------------------
+
+    def send_bytes(self, frame: bytes) -> bool:
+        """Queue a frame; False when the connection is closing. Never blocks."""
+        with self._lock:
+            if self._closing:
+                return False
+            if self._queued + len(frame) > self._max_outbound:
+                self._drop_locked()
+                return False
+            self._outbound.append(frame)
+            self._queued += len(frame)
+            self._ready.notify()
+        return True
+
+    def notify(self, method: str, params: Any) -> bool:
+        return self.send_bytes(notification(method, params))
+
+    def respond(self, request_id: Any, result: Any) -> bool:
+        return self.send_bytes(encode({"jsonrpc": "2.0", "id": request_id, "result": result}))
+
+    def error(self, request_id: Any, code: int, message: str, data: Any = None) -> bool:
+        error: dict[str, Any] = {"code": code, "message": message}
+        if data is not None:
+            error["data"] = data
+        return self.send_bytes(encode({"jsonrpc": "2.0", "id": request_id, "error": error}))
+
+    def request(self, method: str, params: Any, on_response: ResponseCallback) -> int | None:
+        """Send a request; `on_response` runs on the reader thread when it is answered,
+        or with an error when the connection closes first. None when closing."""
+        request_id = next(self._ids)
+        with self._lock:
+            if self._closing:
+                return None
+            self._waiting[request_id] = on_response
+        frame = encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        if not self.send_bytes(frame):
+            return None
+        return request_id
+
+    def _drop_locked(self) -> None:
+        """Too far behind: replace the backlog with one notice, then close."""
+        self.dropped = True
+        self._outbound.clear()
+        notice = notification(
+            "_codecoder/dropped",
+            {"reason": f"fell more than {self._max_outbound} bytes behind; reattach to go on"},
+        )
+        self._outbound.append(notice)
+        self._queued = len(notice)
+        self._closing = True
+        self._ready.notify()
+
+    # --- the threads -------------------------------------------------------------------
+
+    def _write_loop(self) -> None:
+        while True:
+            with self._lock:
+                while not self._outbound and not self._closing:
+                    self._ready.wait()
+                if not self._outbound:
+                    break
+                batch = b"".join(self._outbound)
+                self._outbound.clear()
+                self._queued = 0
+            try:
+                self._write(batch)
+            except (OSError, ValueError):
+                break
+        self.close()
+
+    def _read_loop(self) -> None:
+        try:
+            while not self._closed.is_set():
+                line = self._reader.readline(MAX_FRAME + 1)
+                if not line:
+                    break
+                if len(line) > MAX_FRAME and not line.endswith(b"\n"):
+                    self._skip_rest_of_line()
+                    self.error(None, INVALID_REQUEST, f"a frame is longer than {MAX_FRAME} bytes")
+                    continue
+                if line.strip():
+                    self._dispatch(line)
+        except (OSError, ValueError):
+            pass
+        finally:
+            self.close()
+
+    def _skip_rest_of_line(self) -> None:
+        while True:
+            chunk = self._reader.readline(MAX_FRAME)
+            if not chunk or chunk.endswith(b"\n"):
+                return
+
+    def _dispatch(self, line: bytes) -> None:
+        try:
+            message = _decoder.decode(line)
+        except msgspec.DecodeError as exc:
+            self.error(None, PARSE_ERROR, f"not JSON: {exc}")
+            return
+        if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
+            self.error(None, INVALID_REQUEST, "not a JSON-RPC 2.0 message")
+            return
+        method = message.get("method")
+        if method is None:
+            self._on_response(message)
+        elif not isinstance(method, str):
+            self.error(message.get("id"), INVALID_REQUEST, "the method is not a string")
+        elif "id" in message:
+            self._handler.on_request(self, message["id"], method, message.get("params"))
+        else:
+            self._handler.on_notification(self, method, message.get("params"))
+
+    def _on_response(self, message: dict[str, Any]) -> None:
+        request_id = message.get("id")
+        with self._lock:
+            callback = self._waiting.pop(request_id, None) if isinstance(request_id, int) else None
+        if callback is None:
+            return  # an answer to nothing we asked (or asked of someone else): ignored
+        error = message.get("error")
+        if isinstance(error, dict):
+            callback(
+                None, RpcError(int(error.get("code", SERVER_ERROR)), str(error.get("message")))
+            )
+        else:
+            callback(message.get("result"), None)
+
+    # --- closing -------------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return self._closed.is_set()
+
+    def close(self) -> None:
+        """Stop both threads (queued frames are written first) and tell the handler."""
+        with self._lock:
+            if self._shut:
+                return
+            self._shut = True
+            self._closing = True
+            self._ready.notify()
+            waiting = list(self._waiting.values())
+            self._waiting.clear()
+        if threading.current_thread() is not self._threads[1]:
+            self._threads[1].join(timeout=2.0)
+        self._closed.set()
+        self._close_transport()
+        gone = RpcError(SERVER_ERROR, "the connection closed")
+        for callback in waiting:
+            callback(None, gone)
+        self._handler.on_close(self)
+
+    def join(self, timeout: float | None = None) -> None:
+        for thread in self._threads:
+            if thread is not threading.current_thread():
+                thread.join(timeout)

@@ -1,0 +1,203 @@
+"""`codecoder daemon`: sessions that outlive their clients, served over a Unix socket.
+
+An accept thread takes connections on `$XDG_RUNTIME_DIR/codecoder/daemon.sock` (else
+`/tmp/codecoder-$UID/`); the folder is 0700 and ours, the socket 0600, and a peer of
+another user (SO_PEERCRED) is refused before it can send a byte. One daemon per user: a
+lock file held for the daemon's life says whether one runs; a socket left by a dead one
+is replaced. SIGTERM, SIGHUP and SIGINT (and `_codecoder/shutdown`) cancel every
+session's turn, commit its state, and end the daemon with exit 0.
+
+Idle, the daemon is threads blocked in `accept` and `readline`: no polling, no CPU.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import signal
+import socket
+import stat
+import struct
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from codecoder import paths
+from codecoder.daemon.handler import AcpHandler, Hub
+from codecoder.daemon.rpc import Connection
+
+MAX_SOCKET_PATH = 107
+"""sockaddr_un holds 108 bytes with the terminating NUL."""
+
+
+class DaemonError(Exception):
+    """The daemon cannot start (one already runs, the folder is not ours …)."""
+
+
+class DaemonServer:
+    def __init__(self, hub: Hub, path: Path | None = None) -> None:
+        self.hub = hub
+        self.path = path or paths.daemon_socket()
+        self.handler = AcpHandler(hub, on_shutdown=self.request_stop)
+        self._stop = threading.Event()
+        self._lock_fd: int | None = None
+        self._listener: socket.socket | None = None
+        self._accepting: threading.Thread | None = None
+        self._connections: set[Connection] = set()
+        self._guard = threading.Lock()
+
+    # --- starting --------------------------------------------------------------------
+
+    def start(self) -> None:
+        if len(os.fsencode(self.path)) > MAX_SOCKET_PATH:
+            raise DaemonError(f"the socket path is too long for a Unix socket: {self.path}")
+        folder = self.path.parent
+        _own_private_folder(folder)
+        self._lock_fd = _lock(folder / "daemon.lock")
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()  # we hold the lock: a socket here is a dead daemon's
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        old_umask = os.umask(0o177)
+        try:
+            listener.bind(str(self.path))
+        finally:
+            os.umask(old_umask)
+        os.chmod(self.path, 0o600)
+        listener.listen(64)
+        self._listener = listener
+        self._accepting = threading.Thread(target=self._accept_loop, name="accept", daemon=True)
+        self._accepting.start()
+
+    def _accept_loop(self) -> None:
+        assert self._listener is not None
+        while not self._stop.is_set():
+            try:
+                sock, _ = self._listener.accept()
+            except OSError:
+                break
+            if _peer_uid(sock) != os.getuid():
+                sock.close()
+                continue
+            conn = Connection.over_socket(sock, _Tracked(self), name=f"client-{sock.fileno()}")
+            with self._guard:
+                self._connections.add(conn)
+            conn.start()
+
+    # --- stopping ----------------------------------------------------------------------
+
+    def request_stop(self) -> None:
+        self._stop.set()
+
+    def serve_until_stopped(self) -> None:
+        """Block the main thread until a signal or `_codecoder/shutdown`, then stop."""
+        handlers = {
+            signum: signal.signal(signum, self._on_signal)
+            for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+        }
+        try:
+            while not self._stop.wait(3600):
+                pass
+        finally:
+            for signum, previous in handlers.items():
+                signal.signal(signum, previous)
+            self.stop()
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        self._stop.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._listener is not None:
+            with contextlib.suppress(OSError):
+                self._listener.shutdown(socket.SHUT_RDWR)
+            self._listener.close()
+            self._listener = None
+        if self._accepting is not None:
+            self._accepting.join(5)
+        self.hub.close()
+        with self._guard:
+            connections = list(self._connections)
+        for conn in connections:
+            conn.close()
+            conn.join(2)
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def forget(self, conn: Connection) -> None:
+        with self._guard:
+            self._connections.discard(conn)
+
+
+class _Tracked:
+    """The server's handler: the ACP handler, and the server forgets closed connections."""
+
+    def __init__(self, server: DaemonServer) -> None:
+        self._server = server
+        self._acp = server.handler
+
+    def on_request(self, conn: Connection, request_id: Any, method: str, params: Any) -> None:
+        self._acp.on_request(conn, request_id, method, params)
+
+    def on_notification(self, conn: Connection, method: str, params: Any) -> None:
+        self._acp.on_notification(conn, method, params)
+
+    def on_close(self, conn: Connection) -> None:
+        self._acp.on_close(conn)
+        self._server.forget(conn)
+
+
+def _own_private_folder(folder: Path) -> None:
+    """Create the socket's folder 0700, or check that an existing one is ours and 0700."""
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=0o700, parents=True)
+    info = folder.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        raise DaemonError(f"{folder} is not a folder of yours: refusing to put the socket there")
+    if stat.S_IMODE(info.st_mode) != 0o700:
+        os.chmod(folder, 0o700)
+
+
+def _lock(path: Path) -> int:
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise DaemonError(f"a daemon is already running ({path.parent / 'daemon.sock'})") from None
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    return fd
+
+
+def _peer_uid(sock: socket.socket) -> int:
+    """The user id of the process at the other end (Linux SO_PEERCRED)."""
+    try:
+        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    except OSError:
+        return -1
+    _pid, uid, _gid = struct.unpack("3i", creds)
+    return uid
+
+
+def running_daemon(path: Path | None = None) -> Path | None:
+    """The socket of a running daemon, or None (a socket file of a dead one is not)."""
+    target = path or paths.daemon_socket()
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.settimeout(1.0)
+        probe.connect(str(target))
+    except OSError:
+        return None
+    finally:
+        probe.close()
+    return target
+
+
+def log(message: str) -> None:
+    print(f"codecoder daemon: {message}", file=sys.stderr, flush=True)

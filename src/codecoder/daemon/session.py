@@ -1,0 +1,413 @@
+"""A session that outlives its clients: one agent, one broadcaster, any number of clients.
+
+`AgentHandle` has one consumer; here it is the broadcaster thread. It reads each event
+once, coalesces a burst of tokens into one chunk, turns the event into ACP updates
+(acp.py), serialises each once, and appends the bytes to every attached client's
+outbound buffer (rpc.Connection), which never blocks: the agent thread never waits for
+a client, and a client that falls too far behind is dropped and may reattach.
+
+Prompts from any client go to the agent in order (a prompt sent during a turn runs after
+it), and each gets its answer when its turn's Done arrives. A question (ConfirmRequest,
+AskUser) goes to every client; the first answer wins and the others are told it was
+answered. With no client attached a question waits `answer_timeout` seconds for one and
+is then denied, so a client killed mid-question never wedges the session.
+
+A client that attaches is first sent the session so far: the stored messages up to the
+last finished turn (from the session store), then the frames of the running turn, then
+the live stream, all under one lock, so it misses and repeats nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from codecoder.daemon import acp
+from codecoder.daemon.rpc import SERVER_ERROR, Connection, RpcError, notification
+from codecoder.kernel.events import (
+    AgentEvent,
+    AskUser,
+    Compacted,
+    ConfirmReply,
+    ConfirmRequest,
+    Done,
+    Error,
+    NewToken,
+    StatusUpdate,
+    Subagent,
+    Usage,
+)
+from codecoder.kernel.handle import AgentClosed
+from codecoder.permissions.modes import ApprovalMode
+
+if TYPE_CHECKING:
+    from codecoder.app.wiring import AgentSetup
+
+MAX_TURN_BUFFER = 32 * 1024 * 1024
+"""Frames of the running turn kept for clients that attach mid-turn (32 MiB); past it a
+late client gets the stored messages only and picks up the stream from there."""
+MAX_COALESCED = 64 * 1024
+"""Tokens already waiting are joined into one chunk of at most this many characters."""
+
+Question = ConfirmRequest | AskUser
+
+
+class _Pending:
+    """A question put to the clients; `asked` maps each client to its request id."""
+
+    def __init__(self, event: Question, call_id: str) -> None:
+        self.event = event
+        self.call_id = call_id
+        self.asked: dict[Connection, int] = {}
+        self.answered = False
+
+
+class LiveSession:
+    def __init__(
+        self,
+        setup: AgentSetup,
+        *,
+        answer_timeout: float = 300.0,
+        on_end: Callable[[LiveSession], None] = lambda session: None,
+    ) -> None:
+        self.setup = setup
+        self.id = setup.session_id
+        self.workspace: Path = setup.loop.workspace
+        self.answer_timeout = answer_timeout
+        self._on_end = on_end
+        self._calls = acp.ToolCalls(self.workspace)
+        self._lock = threading.RLock()
+        self._subscribers: dict[Connection, bool] = {}
+        self._turn: list[bytes] = []
+        self._turn_size = 0
+        self._turn_complete = True
+        """The buffer holds every frame of the running turn (not overflowed)."""
+        self._base = self._last_message_id()
+        self._prompts: deque[tuple[Connection, Any]] = deque()
+        self._questions: dict[str, _Pending] = {}
+        self._error: str | None = None
+        self._timer: threading.Timer | None = None
+        self.handle = setup.loop.start()
+        self._thread = threading.Thread(
+            target=self._broadcast, name=f"broadcast-{self.id[:8]}", daemon=True
+        )
+        self._thread.start()
+
+    # --- what clients do ------------------------------------------------------------
+
+    @property
+    def mode(self) -> ApprovalMode:
+        return self.setup.policy.mode if self.setup.policy is not None else "ask"
+
+    @property
+    def running(self) -> bool:
+        with self._lock:
+            return bool(self._prompts)
+
+    @property
+    def clients(self) -> int:
+        with self._lock:
+            return len(self._subscribers)
+
+    def attached(self, conn: Connection) -> bool:
+        with self._lock:
+            return conn in self._subscribers
+
+    def attach(self, conn: Connection, *, ask_user: bool = False, replay: bool = True) -> None:
+        """Subscribe `conn`: the session so far (when `replay`), then everything live,
+        and the questions still open."""
+        with self._lock:
+            if replay:
+                for update in self._history():
+                    conn.send_bytes(self._frame(update))
+                if self._turn_complete:
+                    for frame in self._turn:
+                        conn.send_bytes(frame)
+            self._subscribers[conn] = ask_user
+            for pending in self._questions.values():
+                self._ask(conn, pending)
+            self._cancel_timer()
+
+    def detach(self, conn: Connection) -> None:
+        with self._lock:
+            self._subscribers.pop(conn, None)
+            if not self._subscribers and self._questions:
+                self._arm_timer()
+
+    def prompt(self, conn: Connection, request_id: Any, text: str) -> None:
+        """Queue a prompt; its answer (`stopReason`) is sent when its turn is done."""
+        frame = self._frame({"sessionUpdate": "user_message_chunk", "content": _text(text)})
+        with self._lock:
+            self._prompts.append((conn, request_id))
+            self._keep(frame)
+            for other in self._subscribers:
+                if other is not conn:
+                    other.send_bytes(frame)
+        try:
+            if self.setup.log is not None:
+                self.setup.log.begin_turn()
+            self.handle.send(text)
+        except AgentClosed as exc:
+            with self._lock:
+                if (conn, request_id) in self._prompts:
+                    self._prompts.remove((conn, request_id))
+            raise RpcError(SERVER_ERROR, "the session has ended") from exc
+
+    def cancel(self) -> None:
+        with contextlib.suppress(AgentClosed):
+            self.handle.cancel()
+
+    def set_mode(self, mode: ApprovalMode) -> None:
+        if self.setup.policy is None:
+            raise RpcError(SERVER_ERROR, "this session has no permission policy to switch")
+        self.setup.policy.mode = mode
+        self._emit({"sessionUpdate": "current_mode_update", "currentModeId": mode})
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Cancel the running turn, end the agent (its state committed) and release it."""
+        with contextlib.suppress(AgentClosed):
+            self.handle.shutdown(timeout)
+        self._thread.join(timeout)
+        self._cancel_timer()
+        self.setup.close()
+
+    # --- the broadcaster ----------------------------------------------------------------
+
+    def _broadcast(self) -> None:
+        waiting: AgentEvent | None = None
+        while True:
+            event = waiting if waiting is not None else self.handle.next_event()
+            waiting = None
+            if event is None:
+                break
+            if isinstance(event, NewToken):
+                event, waiting = self._coalesce(event)
+            try:
+                self._on_event(event)
+            except Exception as exc:  # a client's trouble must not stop the stream
+                self._status("error", f"broadcast failed: {exc!r}")
+        self._on_end(self)
+
+    def _coalesce(self, first: NewToken) -> tuple[NewToken, AgentEvent | None]:
+        """Join the tokens already queued behind `first`; the first other event is kept."""
+        parts = [first.text]
+        size = len(first.text)
+        while size < MAX_COALESCED:
+            try:
+                event = self.handle.next_event(0)
+            except TimeoutError:
+                break
+            if not isinstance(event, NewToken):
+                return NewToken("".join(parts)), event
+            parts.append(event.text)
+            size += len(event.text)
+        return NewToken("".join(parts)), None
+
+    def _on_event(self, event: AgentEvent) -> None:
+        if isinstance(event, ConfirmRequest | AskUser):
+            self._question(event)
+        elif isinstance(event, Subagent):
+            self._subagent(event)
+        elif isinstance(event, Done):
+            self._done(event)
+        elif isinstance(event, Error):
+            self._error = event.message
+            self._status("error", event.message)
+        elif isinstance(event, StatusUpdate):
+            self._status(event.status, event.detail)
+        elif isinstance(event, Usage):
+            if self.setup.log is not None:
+                self.setup.log.add_usage(event)
+            self._extension("_codecoder/usage", msgspec.to_builtins(event))
+        elif isinstance(event, Compacted):
+            self._extension("_codecoder/compacted", msgspec.to_builtins(event))
+        else:
+            for update in self._calls.updates(event):
+                self._emit(update)
+
+    def _subagent(self, event: Subagent) -> None:
+        inner = event.event
+        if isinstance(inner, ConfirmRequest | AskUser):
+            self._question(inner)
+            return
+        self._extension(
+            "_codecoder/subagent", {"agentId": event.agent_id, "event": msgspec.to_builtins(inner)}
+        )
+
+    def _done(self, event: Done) -> None:
+        with self._lock:
+            head = self._prompts.popleft() if self._prompts else None
+            error, self._error = self._error, None
+            stale = list(self._questions.values())
+            self._questions.clear()
+            self._cancel_timer()
+            self._turn.clear()
+            self._turn_size = 0
+            self._turn_complete = True
+            self._base = self._last_message_id()
+        for pending in stale:
+            self._resolved(pending, None, "the turn ended")
+        if head is None:
+            return
+        conn, request_id = head
+        if event.reason == "error" and error:
+            conn.error(request_id, SERVER_ERROR, error)
+        else:
+            conn.respond(request_id, {"stopReason": acp.stop_reason(event.reason)})
+
+    # --- questions ------------------------------------------------------------------------
+
+    def _question(self, event: Question) -> None:
+        call_id = (
+            event.tool_call.id if isinstance(event, ConfirmRequest) else event.reply.request_id
+        )
+        pending = _Pending(event, call_id)
+        with self._lock:
+            self._questions[event.reply.request_id] = pending
+            for conn in list(self._subscribers):
+                self._ask(conn, pending)
+            if not self._subscribers:
+                self._arm_timer()
+
+    def _ask(self, conn: Connection, pending: _Pending) -> None:
+        event = pending.event
+
+        def answered(result: Any, error: RpcError | None) -> None:
+            if error is None:
+                self._answer(pending, _reply(event, result), conn)
+
+        if isinstance(event, AskUser) and self._subscribers.get(conn):
+            params: dict[str, Any] = {
+                "sessionId": self.id,
+                "question": event.question,
+                "options": list(event.options),
+            }
+            method = "_codecoder/ask_user"
+        elif isinstance(event, AskUser):
+            call = {"toolCallId": pending.call_id, "title": event.question, "kind": "other"}
+            options = acp.ask_options(event.options)
+            params = {"sessionId": self.id, "toolCall": call, "options": options}
+            method = "session/request_permission"
+        else:
+            call = acp.permission_call(event.tool_call, self.workspace)
+            params = {"sessionId": self.id, "toolCall": call, "options": acp.PERMISSION_OPTIONS}
+            method = "session/request_permission"
+        request_id = conn.request(method, params, answered)
+        if request_id is not None:
+            pending.asked[conn] = request_id
+
+    def _answer(self, pending: _Pending, reply: ConfirmReply | str, by: Connection | None) -> None:
+        """The first answer wins; a later one (or one after the turn ended) is ignored."""
+        with self._lock:
+            if pending.answered:
+                return
+            pending.answered = True
+            self._questions.pop(pending.event.reply.request_id, None)
+        pending.event.reply.send(reply)  # type: ignore[arg-type]
+        self._resolved(pending, by, "answered by another client")
+
+    def _resolved(self, pending: _Pending, by: Connection | None, reason: str) -> None:
+        """Tell every client asked but `by` that the question needs no answer any more."""
+        params = {"sessionId": self.id, "toolCallId": pending.call_id, "reason": reason}
+        for conn in pending.asked:
+            if conn is not by:
+                conn.notify("_codecoder/request_resolved", params)
+
+    def _arm_timer(self) -> None:
+        if self._timer is None:
+            self._timer = threading.Timer(self.answer_timeout, self._nobody_answered)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _nobody_answered(self) -> None:
+        with self._lock:
+            self._timer = None
+            if self._subscribers:
+                return
+            waiting = list(self._questions.values())
+        why = f"nobody was attached to answer within {self.answer_timeout:g} s"
+        for pending in waiting:
+            if isinstance(pending.event, ConfirmRequest):
+                self._answer(pending, ConfirmReply("deny", why), None)
+            else:
+                self._answer(pending, f"({why})", None)
+
+    # --- sending ----------------------------------------------------------------------------
+
+    def _frame(self, update: dict[str, Any]) -> bytes:
+        return notification("session/update", {"sessionId": self.id, "update": update})
+
+    def _emit(self, update: dict[str, Any]) -> None:
+        self._send(self._frame(update))
+
+    def _extension(self, method: str, params: dict[str, Any]) -> None:
+        self._send(notification(method, {"sessionId": self.id, **params}))
+
+    def _status(self, status: str, detail: str) -> None:
+        self._extension("_codecoder/status", {"status": status, "detail": detail})
+
+    def _send(self, frame: bytes) -> None:
+        with self._lock:
+            self._keep(frame)
+            for conn in self._subscribers:
+                conn.send_bytes(frame)
+
+    def _keep(self, frame: bytes) -> None:
+        if not self._turn_complete:
+            return
+        if self._turn_size + len(frame) > MAX_TURN_BUFFER:
+            self._turn_complete = False
+            self._turn.clear()
+            return
+        self._turn.append(frame)
+        self._turn_size += len(frame)
+
+    def _history(self) -> list[dict[str, Any]]:
+        """The stored messages up to the last finished turn (all of them when the turn
+        buffer overflowed, so the stream picks up from the store)."""
+        log = self.setup.log
+        if log is None:
+            return []
+        messages = log.store.load_messages(self.id)
+        if self._turn_complete and self._base is not None:
+            messages = [m for m in messages if m.id <= self._base]
+        elif self._turn_complete:
+            messages = []
+        return acp.history_updates(messages, self.workspace)
+
+    def _last_message_id(self) -> int | None:
+        log = self.setup.log
+        return log.store.last_message_id(self.id) if log is not None else None
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _option_id(result: Any) -> str | None:
+    """The chosen option of a session/request_permission answer (None: cancelled)."""
+    outcome = result.get("outcome") if isinstance(result, dict) else None
+    if isinstance(outcome, dict) and outcome.get("outcome") == "selected":
+        option = outcome.get("optionId")
+        return option if isinstance(option, str) else None
+    return None
+
+
+def _reply(event: Question, result: Any) -> ConfirmReply | str:
+    """A client's answer as the kernel's: a ConfirmReply, or the text of an AskUser."""
+    if isinstance(event, ConfirmRequest):
+        return acp.confirm_reply(_option_id(result))
+    if isinstance(result, dict) and isinstance(result.get("answer"), str):
+        return result["answer"]
+    return acp.ask_answer(_option_id(result), event.options)
