@@ -32,7 +32,7 @@ def repo(tmp_path: Path, git_available: None, monkeypatch: pytest.MonkeyPatch) -
     write(root / "pkg" / "legacy" / "CLAUDE.md", "Legacy code: change nothing without tests.\n")
     write(root / "pkg" / "legacy" / "AGENTS.txt", "not an instruction file\n")
     skills = root / ".codecoder" / "skills"
-    release = skill_md("release", "Cut a release: tag, changelog.", "Steps.")
+    release = skill_md("release", '"Cut a release: tag, changelog."', "Steps.")  # YAML: quoted
     write(skills / "release" / "SKILL.md", release)
     write(skills / "pdf" / "SKILL.md", skill_md("pdf", "Project PDF handling.", "Project body."))
     write(skills / "broken" / "SKILL.md", "---\nname: broken\nthis line is wrong\n---\nbody\n")

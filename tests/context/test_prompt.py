@@ -89,7 +89,7 @@ def test_malformed_skill_is_left_out_and_reported(repo: Path) -> None:
     builder = PromptBuilder(repo)
     prompt = builder.system_prompt()
     warning = (
-        ".codecoder/skills/broken/SKILL.md:3: expected `key: value`, found 'this line is wrong'"
+        ".codecoder/skills/broken/SKILL.md:3: could not find expected ':' in 'this line is wrong'"
     )
     assert builder.warnings == (warning,)
     assert f"- {warning}" in prompt

@@ -21,8 +21,8 @@ def test_prompt_prints_what_a_turn_there_would_get(
     assert out == PromptBuilder(repo / "pkg").system_prompt() + "\n"
     assert "Code in pkg/ uses tabs." in out
     assert err == (
-        "warning: .codecoder/skills/broken/SKILL.md:3: expected `key: value`, "
-        "found 'this line is wrong'\n"
+        "warning: .codecoder/skills/broken/SKILL.md:3: could not find expected ':' "
+        "in 'this line is wrong'\n"
     )
 
 
@@ -56,3 +56,17 @@ def test_prompt_as_a_real_process(repo: Path) -> None:
     assert done.stdout.startswith("You are CodeCoder")
     assert "- release: Cut a release: tag, changelog." in done.stdout
     assert done.stderr.startswith("warning: .codecoder/skills/broken/SKILL.md:3:")
+
+
+def test_a_prompt_without_skills_or_profiles_does_not_load_yaml(tmp_path: Path) -> None:
+    """PyYAML (~8 ms and more) is imported only once a file with front matter is read."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "codecoder", "prompt", "-C", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=os.environ.copy(),
+        check=True,
+    )
+    loaded = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()]
+    assert "yaml" not in loaded and "codecoder.context.skills" in loaded
