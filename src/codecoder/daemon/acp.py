@@ -146,9 +146,11 @@ def tool_title(name: str, args: dict[str, Any]) -> str:
     if name in ("grep", "glob") and isinstance(pattern, str):
         where = f" in {path}" if isinstance(path, str) else ""
         return f"{name} {pattern}{where}"
-    task = args.get("task")
-    if name == "agent" and isinstance(task, str):
-        return f"Sub-agent: {' '.join(task.split())[:80]}"
+    tasks = args.get("tasks")
+    if name == "agent" and isinstance(tasks, list) and tasks and isinstance(tasks[0], dict):
+        task = " ".join(str(tasks[0].get("task", "")).split())[:80]
+        more = f" (+{len(tasks) - 1} more)" if len(tasks) > 1 else ""
+        return f"Sub-agent: {task}{more}"
     return name
 
 
@@ -182,6 +184,12 @@ class ToolCalls:
         self.workspace = workspace
         self._args: dict[str, tuple[str, dict[str, Any]]] = {}
         self._tails: dict[str, str] = {}
+
+    def running(self, name: str) -> str | None:
+        """The id of the latest call of tool `name` still running, if any (an AskUser
+        event does not name the ask_user call that raised it)."""
+        found = [call_id for call_id, (called, _) in self._args.items() if called == name]
+        return found[-1] if found else None
 
     def updates(self, event: AgentEvent) -> list[dict[str, Any]]:
         """The `session/update` payloads of one kernel event (none for most others)."""

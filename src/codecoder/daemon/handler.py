@@ -23,6 +23,7 @@ from codecoder.daemon.rpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
+    RESOURCE_NOT_FOUND,
     SERVER_ERROR,
     Connection,
     RpcError,
@@ -66,7 +67,7 @@ class Hub:
             raise RpcError(INVALID_PARAMS, "`sessionId` must be a string")
         live = self.find(session_id)
         if live is None:
-            raise RpcError(SERVER_ERROR, f"no live session {session_id!r}")
+            raise RpcError(RESOURCE_NOT_FOUND, f"no live session {session_id!r}")
         return live
 
     def sessions(self) -> list[LiveSession]:
@@ -191,7 +192,7 @@ class AcpHandler:
         ours = meta.get("codecoder") if isinstance(meta, dict) else None
         client.ask_user = isinstance(ours, dict) and ours.get("askUser") is True
         return {
-            "protocolVersion": min(version, acp.PROTOCOL_VERSION),
+            "protocolVersion": acp.PROTOCOL_VERSION,  # the one we speak, whatever was asked
             "agentCapabilities": {
                 "loadSession": True,
                 "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},

@@ -33,8 +33,12 @@ INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
-SERVER_ERROR = -32000
-"""A request that could not be done (an unknown session, a model that cannot start)."""
+RESOURCE_NOT_FOUND = -32002
+"""ACP: what the request names does not exist (an unknown session)."""
+SERVER_ERROR = INTERNAL_ERROR
+"""A request that could not be done (a model that cannot start, a turn that failed).
+Not -32000: ACP gives that code to "authentication required", which editors answer by
+asking the user to log in."""
 
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder()

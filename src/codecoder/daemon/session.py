@@ -234,7 +234,7 @@ class LiveSession:
     def _subagent(self, event: Subagent) -> None:
         inner = event.event
         if isinstance(inner, ConfirmRequest | AskUser):
-            self._question(inner)
+            self._question(inner, nested=True)
             return
         self._extension(
             "_codecoder/subagent", {"agentId": event.agent_id, "event": msgspec.to_builtins(inner)}
@@ -263,10 +263,14 @@ class LiveSession:
 
     # --- questions ------------------------------------------------------------------------
 
-    def _question(self, event: Question) -> None:
-        call_id = (
-            event.tool_call.id if isinstance(event, ConfirmRequest) else event.reply.request_id
-        )
+    def _question(self, event: Question, *, nested: bool = False) -> None:
+        """Put a question to every client. An AskUser is shown on the ask_user call that
+        raised it (clients know that id; a sub-agent's is not shown, so it keeps its own)."""
+        if isinstance(event, ConfirmRequest):
+            call_id = event.tool_call.id
+        else:
+            running = None if nested else self._calls.running("ask_user")
+            call_id = running or event.reply.request_id
         pending = _Pending(event, call_id)
         with self._lock:
             self._questions[event.reply.request_id] = pending
@@ -285,6 +289,7 @@ class LiveSession:
         if isinstance(event, AskUser) and self._subscribers.get(conn):
             params: dict[str, Any] = {
                 "sessionId": self.id,
+                "toolCallId": pending.call_id,
                 "question": event.question,
                 "options": list(event.options),
             }
