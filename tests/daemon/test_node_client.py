@@ -1,0 +1,116 @@
+"""A real ACP client we did not write: the official TypeScript SDK
+(`@agentclientprotocol/sdk`, pinned in tests/daemon/node/package-lock.json) spawns
+`codecoder acp` and drives a prompt turn with a tool call and a permission request,
+then a cancelled turn (tests/daemon/node/client.mjs). The SDK checks what it receives
+against its own zod schema, so an update it refused would be missing from its summary.
+
+The SDK comes from `npm ci` in tests/daemon/node (CI does it, see .ci/run); when that
+folder has no node_modules, it is installed once into pytest's cache folder. Without
+node or npm, or when the install fails (offline), the test is skipped and says why."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.daemon.acp_peer import write_script
+
+pytestmark = pytest.mark.timeout(120)
+
+NODE_DIR = Path(__file__).resolve().parent / "node"
+FILES = ("package.json", "package-lock.json", "client.mjs")
+SDK = Path("node_modules") / "@agentclientprotocol" / "sdk" / "package.json"
+
+
+@pytest.fixture(scope="session")
+def node_client(request: pytest.FixtureRequest) -> Path:
+    """The folder to run client.mjs in, its SDK installed; skips when that cannot be."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        pytest.skip("node and npm are needed for the official TypeScript ACP client")
+    if (NODE_DIR / SDK).is_file():
+        return NODE_DIR
+    lock = (NODE_DIR / "package-lock.json").read_bytes()
+    key = hashlib.sha256(lock).hexdigest()[:16]
+    folder = Path(request.config.cache.mkdir(f"acp-node-client-{key}"))
+    for name in FILES:
+        shutil.copyfile(NODE_DIR / name, folder / name)
+    if not (folder / SDK).is_file():
+        try:
+            done = subprocess.run(
+                [npm, "ci", "--no-audit", "--no-fund", "--fetch-retries=1"],
+                cwd=folder,
+                capture_output=True,
+                text=True,
+                timeout=240,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            pytest.skip("npm ci took more than 240 s (offline?): the Node ACP client is absent")
+        if done.returncode != 0:
+            lines = [line for line in done.stderr.splitlines() if "log of this run" not in line]
+            reason = " / ".join(lines[:2]) or f"exit status {done.returncode}"
+            pytest.skip(f"npm ci failed (offline?), the Node ACP client is absent: {reason}")
+    return folder
+
+
+def test_the_official_typescript_client_drives_a_turn_and_a_cancel(
+    node_client: Path, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    script = write_script(
+        tmp_path / "script.json",
+        [
+            "Making it.",
+            {"type": "tool_call", "name": "run_command", "args": {"command": "mkdir build"}},
+        ],
+        ["Done."],
+        {"parts": [{"type": "text", "text": "Working"}, {"type": "sleep", "seconds": 60}]},
+    )
+    env = {**os.environ, "CODECODER_PYTHON": sys.executable}
+    done = subprocess.run(
+        ["node", str(node_client / "client.mjs"), str(script), str(workspace)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "error" not in summary, summary["error"]
+    assert summary["protocolVersion"] == 1
+    assert summary["agentName"] == "codecoder"
+    assert summary["modes"] == ["ask", "auto-edit", "full-auto", "read-only", "never-ask"]
+
+    (permission,) = summary["permissions"]
+    assert permission["turn"] == 1
+    assert permission["toolCallId"] == "call_0_1"
+    assert permission["title"] == "mkdir build"
+    assert permission["kind"] == "execute"
+    assert "allow_once:allow_once" in permission["options"]
+    assert "deny_session:reject_always" in permission["options"]
+    assert (workspace / "build").is_dir()  # the answer went into the reply oneshot
+
+    first = [(u["kind"], u.get("status")) for u in summary["updates"] if u["turn"] == 1]
+    assert first == [
+        ("agent_message_chunk", None),
+        ("tool_call", "in_progress"),
+        ("tool_call_update", "completed"),
+        ("agent_message_chunk", None),
+    ]
+    second = [u for u in summary["updates"] if u["turn"] == 2]
+    assert [u.get("text") for u in second] == ["Working"]
+
+    assert summary["stops"] == ["end_turn", "cancelled"]
+    assert summary["cancelMs"] < 1000
+    assert summary["exitCode"] == 0  # the agent ended when the client closed its stdin
+    assert set(summary["extensions"]) <= {"_codecoder/status", "_codecoder/usage"}
