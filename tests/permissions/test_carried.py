@@ -72,6 +72,24 @@ CARRIED_RM = [
     "nix-shell --run 'rm -f victim'",
     "rsync -e 'rm -f victim' a b:c",
     "tar --to-command='rm -f victim' -xf x.tar",
+    # found by the adversarial review of this layer
+    "echo \"${x:-'$(rm -f victim)'}\"",
+    "echo `echo \\`rm -f victim\\``",
+    "compgen -W '$(rm -f victim)' x",
+    "OPTIND='a[$(rm -f victim)]'",
+    "coproc rm -f victim",
+    'bash -c "rm -f victim $X"',
+    'trap "rm -f victim $X" EXIT',
+    "bash <<'EOF'\nrm -f victim\nEOF",
+    "echo 'rm -f victim' | sh",
+    "r\\\nm -f victim",
+    "true; " * 1800 + "r''m -f victim",
+    "setarch x86_64 -R rm -f victim",
+    "setpriv --pdeathsig KILL rm -f victim",
+    "prlimit -o X rm -f victim",
+    "watch -d rm -f victim",
+    "awk 'BEGIN{system(\"rm -f victim\")}'",
+    "echo victim | xargs -I{} sh -c 'rm -f {}'",
 ]
 
 
@@ -173,6 +191,7 @@ ALLOW_CASES = {
             "awk '{ print | \"sh\" }' f",
             "awk '{ print > \"/tmp/out\" }' f",
             "awk -f prog.awk f",
+            'awk \'BEGIN{print "a;b" > "/tmp/out"}\'',
         ],
         ["awk '{ print $1 }' f", "awk -F, '$2 > 3 || $1 == \"a\"' f"],
     ),
@@ -186,17 +205,45 @@ ALLOW_CASES = {
             "git --git-dir=sub status",
             "git log --output=/tmp/out",
             "git grep -O'touch x' foo",
+            "git -c protocol.ext.allow=always ls-remote 'ext::sh -c touch% x'",
+            "git clone -q -u 'touch x;:' . /tmp/clone",
+            "git fetch --upload='touch x;:' .",
+            "git push --receive='touch x;:' . HEAD:refs/heads/zz",
+            "git rebase --exe='touch x' --root",
+            "git -c interactive.diffFilter='touch x' add -p",
         ],
         ["git status", "git log -p", "git -c color.ui=always log", "git config user.name x"],
     ),
     "run_command(sudo:*)": (["sudo rm -rf x", "sudo -u bob touch x"], ["sudo ls"]),
     "run_command(timeout:*)": (["timeout 5 touch x"], ["timeout 5 ls"]),
-    "run_command(env:*)": (["env touch x", "env X=1 touch x"], ["env"]),
+    "run_command(env:*)": (
+        [
+            "env touch x",
+            "env X=1 touch x",
+            "env GIT_TRACE=/tmp/out git status",
+            "env HOME=/tmp/h git diff",
+            "env PATH=./x git status",
+        ],
+        ["env"],
+    ),
     "run_command(xargs:*)": (["xargs touch", "xargs -I{} cat {}"], []),
     "run_command(tee:*)": (["tee /tmp/out", "tee -a ../out"], ["tee out.txt"]),
     "run_command(sort:*)": (["sort -o /tmp/out f", "sort --compress-program=./z f"], ["sort f"]),
     "run_command(su:*)": (["su -c 'touch x'", "su"], []),
     "run_command(trap:*)": (["trap 'touch x' EXIT"], ["trap - EXIT", "trap -p"]),
+    "run_command(tar:*)": (
+        [
+            "tar -cf /dev/null --checkpoint=1 --checkpoint-act=exec='touch x' in.txt",
+            "tar -xf a.tar --to-comm='touch x'",
+            "tar --use-compress='touch x' -cf /dev/null in.txt",
+            "tar -cvI'touch x' -f /dev/null in.txt",
+            "tar -tvf a.tar --index-file=/tmp/out",
+        ],
+        ["tar -tf a.tar"],
+    ),
+    "run_command(curl:*)": (["curl -so /tmp/out file:///etc/hostname"], []),
+    "run_command(wget:*)": (["wget -qO /tmp/out http://127.0.0.1:9/"], []),
+    "run_command(watch:*)": (["watch -d touch ls"], []),
 }
 
 
@@ -271,3 +318,10 @@ def test_carried_effects_never_happen_through_the_kernel(
     (finished,) = [e for e in events if isinstance(e, ToolFinished)]
     assert finished.error is not None and finished.error.kind == "denied"
     assert not (world.out / marker).exists()
+
+
+def test_a_deny_rule_for_a_git_subcommand_sees_past_global_options(tmp_path: Path) -> None:
+    write_user_rules({"allow": ["run_command(git:*)"], "deny": ["run_command(git push:*)"]})
+    policy = RulePolicy.load(tmp_path, "ask")
+    for line in ("git -C . push origin main", "git --no-pager push", "git -c x.y=1 push"):
+        assert policy.decide(*run(line)).verdict == "deny", line

@@ -67,6 +67,17 @@ EVALUATED = {
     "loop variable over file names": f"touch 'a[{CODE}]'; for f in a*; do (( f )); done",
     "default assignment": f": ${{x:='a[{CODE}]'}}; (( x ))",
     "last argument `_`": f"true 'a[{CODE}]'; (( _ ))",
+    # found by the adversarial review of this layer
+    "RANDOM is an integer": f"RANDOM='a[{CODE}]'",
+    "OPTIND is an integer": f"export OPTIND='a[{CODE}]'",
+    "single quotes in a quoted default": "echo \"${x:-'$(touch MARKER)'}\"",
+    "a quoted default with backticks": 'echo "${x:=`touch MARKER`}"',
+    "backticks nested in backticks": "echo `echo \\`touch MARKER\\``",
+    "compgen -W expands its words": "compgen -W '$(touch MARKER)' x",
+    "an alias table entry in posix mode": "set -o posix\nBASH_ALIASES[x]='touch MARKER'\nx",
+    "a function imported from the environment": (
+        "env 'BASH_FUNC_x%%=() { touch MARKER; }' bash -c x"
+    ),
 }
 
 

@@ -61,6 +61,8 @@ def test_a_command_in_a_folder_shaped_like_a_git_dir_asks(tmp_path: Path) -> Non
     policy = RulePolicy.load(tmp_path, "auto-edit")
     decision = policy.decide(*run("git status", cwd="sub"))
     assert decision.verdict == "ask" and "git directory" in decision.reason
+    entering = policy.decide(*run("cd sub && git status"))
+    assert entering.verdict == "ask" and "git directory" in entering.reason
     assert policy.decide(*run("git status")).verdict == "allow"
 
 

@@ -24,7 +24,13 @@ import msgspec
 
 from codecoder.kernel.messages import ToolCall
 from codecoder.kernel.ports import Risk, Tool
-from codecoder.permissions.paths import Place, git_dir_shaped, place, protected_reason
+from codecoder.permissions.paths import (
+    Place,
+    git_dir_shaped,
+    is_inside,
+    place,
+    protected_reason,
+)
 from codecoder.permissions.readonly import read_only
 from codecoder.permissions.rules import COMMAND_TOOL, EDIT_FAMILY, READ_FAMILY
 from codecoder.permissions.shell import (
@@ -188,10 +194,18 @@ def command_parts(args: dict[str, Any], scope: Scope) -> list[Part]:
             Hazard(COMMAND_TOOL, f"it runs in {shaped}, a folder shaped like a git directory")
         )
     moves = parsed.changes_directory
-    first_move = next((c for c in parsed.commands if _moves(c)), None) if moves else None
+    movers = [c for c in parsed.commands if _moves(c)] if moves else []
+    after = _first_cd(parsed, movers, cwd, scope)
+    for mover in movers:
+        target = _cd_operand(mover)
+        shaped = git_dir_shaped(cwd / target, scope.roots) if target is not None else None
+        if shaped is not None:
+            parts.append(Hazard(COMMAND_TOOL, f"it enters {shaped}, shaped like a git directory"))
     for cmd in parsed.commands:
-        relative_ok = not moves or (cmd is first_move and not parsed.uses_cdpath)
-        reads = _read_parts(cmd, parsed.globs_dotfiles, relative_ok, cwd, scope)
+        base: Path | None = cwd
+        if moves and cmd is not movers[0]:
+            base = after  # None: where the line has moved to is not known here
+        reads = _read_parts(cmd, parsed.globs_dotfiles, base, cwd, scope)
         parts.append(
             CommandPart(
                 cmd,
@@ -209,12 +223,13 @@ def command_parts(args: dict[str, Any], scope: Scope) -> list[Part]:
 
 
 def _read_parts(
-    cmd: SimpleCommand, dotfiles: bool, relative_ok: bool, cwd: Path, scope: Scope
+    cmd: SimpleCommand, dotfiles: bool, base: Path | None, cwd: Path, scope: Scope
 ) -> list[Part] | None:
-    """The read_file parts of a command on the read-only list; None when it is not a
+    """The read_file parts of a command on the read-only list, its relative paths taken
+    from `base` (where the line's `cd` has gone; None: not known). None when it is not a
     plain read: not on the list, a `NAME=value` prefix, or a file it reads that cannot
     be told before it runs (a variable, a glob that may leave the workspace, a relative
-    path after a `cd` other than the line's first: `relative_ok` False)."""
+    path where the line has gone somewhere unknown)."""
     if cmd.guessed or cmd.assignments:
         return None
     found = read_only(cmd.argv)
@@ -222,15 +237,43 @@ def _read_parts(
         return None
     parts: list[Part] = []
     for word in found.paths:
-        paths = readable_paths(word, cwd, dotfiles=dotfiles)
-        if paths is None or (not relative_ok and not all(p.startswith("/") for p in paths)):
+        paths = readable_paths(word, base or cwd, dotfiles=dotfiles)
+        if paths is None or (base is None and not all(p.startswith("/") for p in paths)):
             return None
-        parts.extend(file_part(READ_TOOL, "read", raw, cwd, scope, by_tool=False) for raw in paths)
+        where = base or cwd
+        parts.extend(
+            file_part(READ_TOOL, "read", raw, where, scope, by_tool=False) for raw in paths
+        )
     return parts
 
 
 def _moves(cmd: SimpleCommand) -> bool:
     return ShellParse(source="", commands=(cmd,)).changes_directory
+
+
+def _cd_operand(cmd: SimpleCommand) -> str | None:
+    """DIR of a plain `cd DIR` / `pushd DIR` (None for any other form)."""
+    argv = cmd.argv
+    if len(argv) != 2 or argv[0].text not in ("cd", "pushd") or argv[1].expands:
+        return None
+    target = argv[1].text
+    return None if target.startswith("-") or not target else target
+
+
+def _first_cd(
+    parsed: ShellParse, movers: list[SimpleCommand], cwd: Path, scope: Scope
+) -> Path | None:
+    """Where the rest of the line runs when it begins with its only change of folder, a
+    plain `cd DIR` into an existing folder of the workspace (`cd src && cat a.py`); None
+    when that cannot be told (another `cd` later, CDPATH, a folder that is not there, so
+    that the `cd` could fail and the line go on where it was)."""
+    if len(movers) != 1 or not parsed.commands or parsed.commands[0] is not movers[0]:
+        return None
+    target = _cd_operand(movers[0])
+    if target is None or parsed.uses_cdpath or os.environ.get("CDPATH"):
+        return None
+    folder = Path(os.path.realpath(cwd / os.path.expanduser(target)))
+    return folder if folder.is_dir() and is_inside(folder, scope.roots) else None
 
 
 MAX_GLOB_MATCHES = 1000

@@ -44,6 +44,11 @@ _EXPANSION = re.compile(
     re.DOTALL,
 )
 _SUBSTRING = re.compile(r":(?![-=?+])")
+INTEGER_SPECIALS = frozenset(
+    {"RANDOM", "SRANDOM", "OPTIND", "HISTCMD", "LINENO", "SECONDS", "OPTERR"}
+)
+"""Bash's own integer variables: a value assigned to one is evaluated as arithmetic
+(`RANDOM='a[$(id)]'` runs `id`)."""
 INTEGER_FLAGS = frozenset("in")
 """`declare -i` makes every later value arithmetic; `declare -n` makes a name a
 reference to whatever its value names."""

@@ -21,6 +21,7 @@ import os
 from collections.abc import Sequence
 
 from codecoder.permissions.calls import CommandPart, FilePart, Part, UrlPart
+from codecoder.permissions.programs import git_parts
 from codecoder.permissions.rules import (
     COMMAND_TOOL,
     CommandPattern,
@@ -29,8 +30,8 @@ from codecoder.permissions.rules import (
     Rule,
 )
 from codecoder.permissions.shell import SimpleCommand
-from codecoder.permissions.words import Word
-from codecoder.permissions.wrappers import unwrap
+from codecoder.permissions.words import Word, program_name
+from codecoder.permissions.wrappers import WRAPPERS, unwrap
 
 Words = list[str | None]
 
@@ -40,12 +41,29 @@ def values(words: Sequence[Word]) -> Words:
 
 
 def command_views(part: CommandPart, *, loose: bool) -> list[Words]:
-    """The forms of a command a rule is compared with."""
+    """The forms of a command a rule is compared with. Loosely also: behind its
+    wrappers, git without its global options (`git -C . push` is `git push`), and under
+    a wrapper every later word as the start of a command, so that an option the wrapper
+    table does not know (`setpriv --pdeathsig KILL rm x`) cannot hide what it runs."""
     exact = values(part.command.words)
     if not loose:
         return [exact]
-    views = [exact, *(values(view) for view in unwrap(part.command.argv).views)]
+    unwrapped = unwrap(part.command.argv)
+    views = [exact, *(values(view) for view in unwrapped.views)]
+    views += [_without_git_options(view) for view in views]
+    if len(unwrapped.views) > 1 or program_name(part.command.argv) in WRAPPERS:
+        argv = values(part.command.argv)
+        views += [argv[start:] for start in range(1, len(argv))]
     return views + [_basename(view) for view in views]
+
+
+def _without_git_options(words: Words) -> Words:
+    if not words or words[0] is None or os.path.basename(words[0]) != "git":
+        return words
+    options, sub, args = git_parts([Word(w or "", expands=w is None) for w in words])
+    if sub is None or not options:
+        return words
+    return [words[0], *values([sub, *args])]
 
 
 def _basename(words: Words) -> Words:

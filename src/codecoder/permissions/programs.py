@@ -22,7 +22,15 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from codecoder.permissions.sedscript import sed_effects
-from codecoder.permissions.words import Word, excerpt, has_option, operand_words, program_name
+from codecoder.permissions.words import (
+    Word,
+    excerpt,
+    has_option,
+    long_option,
+    operand_words,
+    option_with_value,
+    program_name,
+)
 from codecoder.permissions.wrappers import WRAPPERS, unwrap_one
 
 UNKNOWN_FILE = Word("{}", expands=True)
@@ -276,11 +284,12 @@ def _find(argv: tuple[Word, ...]) -> Carried:
 
 
 def find_roots(argv: tuple[Word, ...]) -> tuple[Word, ...]:
-    """The folders `find` searches: the words before its first expression."""
+    """The folders `find` searches: the words before its first expression (`--` ends
+    find's own options and is no expression)."""
     roots: list[Word] = []
     for word in argv[1:]:
         text = word.text
-        if text in _FIND_OPTIONS or text.startswith("-D"):
+        if text in _FIND_OPTIONS or text.startswith("-D") or text == "--":
             continue
         if text.startswith(("-", "(", "!", ")")) and not word.expands:
             break
@@ -310,15 +319,11 @@ def _ripgrep(argv: tuple[Word, ...]) -> Carried:
         text = word.text
         if text == "--":
             break
-        option, _, attached = text.partition("=")
-        if option in _RG_PROGRAMS:
-            value = (
-                Word(attached) if attached else (argv[index + 1] if index + 1 < len(argv) else None)
-            )
-            if value is not None:
-                start = index if start is None else start
-                commands.append((value, UNKNOWN_FILE) if option == "--pre" else (value,))
-        elif text == "--search-zip" or (
+        option, value = option_with_value(text, argv, index, _RG_PROGRAMS)
+        if option and value is not None:
+            start = index if start is None else start
+            commands.append((value, UNKNOWN_FILE) if option == "--pre" else (value,))
+        elif long_option(text, "--search-zip") or (
             text.startswith("-") and not text.startswith("--") and "z" in text[1:]
         ):
             start = index if start is None else start
@@ -330,7 +335,7 @@ def _ripgrep(argv: tuple[Word, ...]) -> Carried:
 
 # sed and awk --------------------------------------------------------------------------------
 
-_SED_VALUES = frozenset({"-e", "--expression", "-f", "--file", "-l", "--line-length"})
+_SED_LONG_VALUES = ("--expression", "--file", "--line-length")
 
 
 def _sed(argv: tuple[Word, ...]) -> Carried:
@@ -353,6 +358,8 @@ def _sed(argv: tuple[Word, ...]) -> Carried:
         code.extend(Script(text) for text in effects.scripts)
     if has_option(args, "i", ("--in-place",)):
         writes.extend(operands)
+    if any(long_option(w.text, "--follow-symlinks") for w in args) and writes:
+        problems.append("it writes through links (--follow-symlinks)")
     if not (writes or reads or code or problems):
         return NOTHING
     return Carried(
@@ -394,13 +401,15 @@ def _sed_option(text: str, args: tuple[Word, ...], index: int) -> tuple[str, Wor
     """The option at `text` as `e` (a script), `f` (a script file) or "" (anything
     else), its value, and the index after it."""
     if text.startswith("--"):
-        option, eq, attached = text.partition("=")
-        if option not in _SED_VALUES:
+        option = next((o for o in _SED_LONG_VALUES if long_option(text, o)), None)
+        if option is None:
             return "", None, index
-        if not eq:
-            attached, index = (args[index].text if index < len(args) else ""), index + 1
+        if "=" in text:
+            value: Word | None = Word(text.split("=", 1)[1])
+        else:
+            value, index = (args[index] if index < len(args) else None), index + 1
         letter = {"--expression": "e", "--file": "f"}.get(option, "")
-        return letter, Word(attached), index
+        return letter, value, index
     for offset, letter in enumerate(text[1:], start=1):
         if letter == "i":  # `-i[SUFFIX]`: the rest is the suffix
             return "", None, index
@@ -415,7 +424,7 @@ def _sed_option(text: str, args: tuple[Word, ...], index: int) -> tuple[str, Wor
 
 _AWKS = ("awk", "gawk", "mawk", "nawk", "busybox-awk")
 _AWK_RUNS = re.compile(r"\bsystem\s*\(|(?<!\|)\|(?!\|)|@load|@include")
-_AWK_WRITES = re.compile(r"\bprintf?\b[^;{}\n]*>")
+_AWK_WRITES = re.compile(r"\bprintf?\b[^{}\n]*>")
 _AWK_VALUES = frozenset({"-F", "-v", "-f", "-i", "-l", "-E", "--file", "--include", "--load"})
 
 
@@ -446,10 +455,11 @@ _GIT_GLOBAL_VALUES = frozenset(
     | {"--super-prefix", "--attr-source", "--list-cmds"}
 )
 _GIT_PROGRAM_KEYS = re.compile(
-    r"(^|\.)(pager|editor|fsmonitor|sshcommand|hookspath|askpass|external|textconv"
-    r"|command|driver|clean|smudge|process|helper|program|cmd|packobjectshook|gitproxy"
-    r"|receivepack|uploadpack|path|templatedir|browser|smtpserver|tool)$"
-    r"|^(alias|pager|include|includeif|filter|diff|merge|credential|gpg|core\.worktree)\b",
+    r"(^|\.)[a-z0-9-]*(pager|editor|fsmonitor|command|cmd|program|helper|filter|hook|driver"
+    r"|clean|smudge|process|textconv|external|askpass|proxy|path|dir|pack|tool|browser|server"
+    r"|allow)[a-z0-9-]*$"
+    r"|^(alias|pager|include|includeif|filter|diff|merge|credential|gpg|protocol|url"
+    r"|core\.worktree)\b",
     re.IGNORECASE,
 )
 """Config keys whose value is a program git runs, or a file of more config: setting one
@@ -465,7 +475,9 @@ _GIT_PROBLEM_OPTIONS = (
     "--exec",
     "--template",
     "--open-files-in-pager",
+    "--config",
 )
+_GIT_FETCHERS = frozenset({"clone", "fetch", "pull", "ls-remote", "archive", "submodule"})
 
 
 def git_parts(argv: Sequence[Word]) -> tuple[list[Word], Word | None, list[Word]]:
@@ -494,13 +506,15 @@ def _git(argv: tuple[Word, ...]) -> Carried:
         text = word.text
         option, _, attached = text.partition("=")
         value = Word(attached) if attached else (args[index + 1] if index + 1 < len(args) else None)
-        if (option == "--output" and value is not None) or (
-            name == "format-patch" and option in ("-o", "--output-directory") and value
+        if (long_option(text, "--output") and value is not None) or (
+            name == "format-patch"
+            and (option == "-o" or long_option(text, "--output-directory"))
+            and value
         ):
             writes.append(value)
-        elif option in _GIT_SCRIPT_OPTIONS.get(name, ()) and value is not None:
+        elif _gives(text, _GIT_SCRIPT_OPTIONS.get(name, ())) and value is not None:
             scripts.append(_code(value))
-        elif option.startswith(_GIT_PROBLEM_OPTIONS) or (name == "grep" and text.startswith("-O")):
+        elif _gives(text, _GIT_PROBLEM_OPTIONS) or _git_runs(name, text):
             problems.append(f"`git {name} {option}` runs a program the check cannot follow")
     if name == "bisect" and args and args[0].text == "run" and len(args) > 1:
         commands.append(tuple(args[1:]))
@@ -520,6 +534,22 @@ def _git(argv: tuple[Word, ...]) -> Carried:
     )
 
 
+def _gives(text: str, options: Sequence[str]) -> bool:
+    """Whether the word gives one of `options` (long ones also abbreviated)."""
+    name = text.split("=", 1)[0]
+    return any(name == o or (o.startswith("--") and long_option(text, o)) for o in options)
+
+
+def _git_runs(subcommand: str, text: str) -> bool:
+    """Short options and URLs through which git runs a program: `grep -O[CMD]`, the
+    `-u`/`--upload-pack` of fetching commands, and `ext::` transports."""
+    if "ext::" in text:
+        return True
+    if subcommand == "grep" and text.startswith("-O"):
+        return True
+    return subcommand in _GIT_FETCHERS and text.startswith("-u") and not text.startswith("--")
+
+
 def _git_global_problem(options: list[Word]) -> str:
     for index, word in enumerate(options):
         text = word.text
@@ -529,14 +559,16 @@ def _git_global_problem(options: list[Word]) -> str:
         )
         if word.expands:
             return "a git option is only known at run time"
-        if option in {"-c", "--config-env"}:
+        if option == "-c" or long_option(text, "--config-env"):
             key = value.split("=", 1)[0]
             if _GIT_PROGRAM_KEYS.search(key):
                 return f"`git -c {key}=…` sets a program git runs"
-        if option == "--exec-path" and value:
+        if long_option(text, "--exec-path") and value:
             return "`git --exec-path` runs git commands from another folder"
-        if option == "--git-dir" and value.rstrip("/") != ".git":
+        if long_option(text, "--git-dir") and value.rstrip("/") != ".git":
             return "`git --git-dir` may take config and hooks from a folder the agent wrote"
+        if long_option(text, "--work-tree") or long_option(text, "--namespace"):
+            return "`git --work-tree` runs git on another work tree"
     return ""
 
 
@@ -572,7 +604,7 @@ def _options_carrier(
             text = word.text
             if text == "--":
                 break
-            if any(text.startswith(prefix) for prefix in problems):
+            if _gives_problem(text, problems):
                 found_problems.append(f"`{excerpt(text)}` runs a program the check cannot follow")
                 continue
             option, value = option_with_value(text, args, index, (*writes, *scripts))
@@ -594,21 +626,15 @@ def _options_carrier(
     return analyse
 
 
-def option_with_value(
-    text: str, args: Sequence[Word], index: int, names: Sequence[str]
-) -> tuple[str, Word | None]:
-    """Which of `names` the word `args[index]` gives, and its value: `--opt=V`,
-    `--opt V`, `-oV` or `-o V`. ("", None) for another word."""
-    option, eq, attached = text.partition("=")
-    following = args[index + 1] if index + 1 < len(args) else None
-    if text in names:
-        return text, following
-    if eq and option in names:
-        return option, Word(attached)
-    short = next((n for n in names if len(n) == 2 and text.startswith(n)), None)
-    if short is not None and not text.startswith("--"):
-        return short, Word(text[2:])
-    return "", None
+def _gives_problem(text: str, problems: Sequence[str]) -> bool:
+    """A long option (also abbreviated: `--use-compress`), a short one also inside a
+    cluster (`-cvIcmd`), or a word starting with a given prefix (`-oProxyCommand`)."""
+    if text.startswith("--"):
+        return any(o.startswith("--") and long_option(text, o) for o in problems)
+    if text.startswith("-") and len(text) > 1:
+        letters = {o[1] for o in problems if len(o) == 2}
+        return bool(letters & set(text[1:])) or any(text.startswith(o) for o in problems)
+    return False
 
 
 def _trap(argv: tuple[Word, ...]) -> Carried:
@@ -627,7 +653,7 @@ def _watch(argv: tuple[Word, ...]) -> Carried:
     """watch runs its words through `sh -c`, joined by spaces (with -x/--exec as argv)."""
     args = argv[1:]
     exec_form = has_option(args, "x", ("--exec",))
-    operands = operand_words(args, frozenset({"-n", "--interval", "-d", "--differences", "-q"}))
+    operands = operand_words(args, ("-n", "--interval"))  # -d takes an attached value only
     if not operands:
         return NOTHING
     start = len(argv) - len(operands)
@@ -767,8 +793,9 @@ _CARRIERS: dict[str, Callable[[tuple[Word, ...]], Carried]] = {
         problems=("-e", "--execute", "--config", "--use-askpass"),
     ),
     "tar": _options_carrier(
-        scripts=("--to-command", "--info-script", "-F", "--new-volume-script", "--rsh-command"),
-        problems=("-I", "--use-compress-program", "--checkpoint-action"),
+        writes=("--index-file",),
+        scripts=("--to-command", "--info-script", "--new-volume-script", "--rsh-command"),
+        problems=("-I", "-F", "--use-compress-program", "--checkpoint-action"),
     ),
     "zip": _options_carrier(scripts=("-TT", "--unzip-command")),
     "rsync": _options_carrier(scripts=("-e", "--rsh"), problems=("--rsync-path",)),
@@ -790,6 +817,10 @@ _CARRIERS: dict[str, Callable[[tuple[Word, ...]], Carried]] = {
     "crontab": _always("`crontab` schedules commands"),
     "expect": _always("expect runs commands the check cannot follow"),
     "mapfile": _always("`mapfile -C` runs a callback", "-C"),
+    "fc": _always("`fc` runs commands from the history or through an editor"),
+    "history": _always("`history` changes what `fc` and `!` run", "-s"),
+    "compgen": _always("`compgen` expands words and runs functions the check cannot follow"),
+    "complete": _always("`complete` sets commands that run later"),
     "readarray": _always("`readarray -C` runs a callback", "-C"),
 }
 
@@ -810,6 +841,11 @@ PROGRAM_VARIABLES = frozenset(
 """Their value is a command line that programs run: checked as the commands it holds."""
 CONFIG_VARIABLES = frozenset(
     {"GIT_DIR", "GIT_CONFIG", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_COUNT"}
-    | {"GIT_CONFIG_PARAMETERS", "GIT_EXEC_PATH", "GIT_TEMPLATE_DIR", "LD_PRELOAD", "LD_AUDIT"}
+    | {"GIT_CONFIG_PARAMETERS", "GIT_EXEC_PATH", "GIT_TEMPLATE_DIR", "GIT_WORK_TREE"}
+    | {"LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH", "HOME", "XDG_CONFIG_HOME"}
+    | {"BASH_ALIASES", "BASH_CMDS", "BASH_LOADABLES_PATH", "EXECIGNORE"}
 )
-"""They make a program take code or configuration from a file the line names."""
+"""They make a program take code or configuration from a file the line names (git reads
+`$HOME/.gitconfig`), or change what a name runs (`BASH_ALIASES[x]=…`, `BASH_CMDS`)."""
+CONFIG_PREFIXES = ("GIT_TRACE", "GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_", "BASH_FUNC_")
+"""`GIT_TRACE*=PATH` writes PATH; the others as above."""

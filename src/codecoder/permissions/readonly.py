@@ -7,6 +7,7 @@ outside the workspace still asks and `read(…)` rules apply.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -18,7 +19,13 @@ from codecoder.permissions.programs import (
     sed_scripts,
 )
 from codecoder.permissions.sedscript import sed_effects
-from codecoder.permissions.words import Word, has_option, operand_words, program_name
+from codecoder.permissions.words import (
+    Word,
+    has_option,
+    long_option,
+    operand_words,
+    program_name,
+)
 from codecoder.permissions.wrappers import unwrap_one
 
 
@@ -30,6 +37,8 @@ class _ReadOnly(NamedTuple):
     operand is a pattern, as for grep, unless `-e`/`-f` gives it)."""
     max_operands: int | None = None
     min_operands: int = 0
+    values: tuple[str, ...] = ()
+    """Options whose value is the next word (so it is not counted as an operand)."""
 
 
 _PLAIN_FILES = """
@@ -50,15 +59,18 @@ READ_ONLY: dict[str, _ReadOnly] = {
     "env": _ReadOnly(paths="none", max_operands=0),
     "printenv": _ReadOnly(paths="none"),
     "hostname": _ReadOnly(("-F", "--file", "-b", "--boot"), paths="none", max_operands=0),
-    "date": _ReadOnly(("-s", "--set"), paths="none"),
+    "date": _ReadOnly(("-s", "--set", "-f", "--file"), paths="none"),
     "file": _ReadOnly(("-C", "--compile")),
-    **dict.fromkeys(("grep", "egrep", "fgrep", "jq"), _ReadOnly(paths="after-first")),
+    **dict.fromkeys(("grep", "egrep", "fgrep"), _ReadOnly(paths="after-first")),
+    "jq": _ReadOnly(
+        ("-f", "--from-file", "--slurpfile", "--rawfile", "-L", "--library-path"), "after-first"
+    ),
     "rg": _ReadOnly(("--pre", "--pre-glob", "-z", "--search-zip", "--hostname-bin"), "after-first"),
-    "find": _ReadOnly((*FIND_EXEC, *FIND_WRITES, "-delete"), paths="find"),
+    "find": _ReadOnly((*FIND_EXEC, *FIND_WRITES, "-delete", "-files0-from"), paths="find"),
     "tree": _ReadOnly(("-o",)),
     "sort": _ReadOnly(("-o", "--output", "--compress-program")),
-    "uniq": _ReadOnly(max_operands=1),
-    "xxd": _ReadOnly(("-r", "--revert"), max_operands=1),
+    "uniq": _ReadOnly(max_operands=1, values=("-f", "-s", "-w")),
+    "xxd": _ReadOnly(("-r", "--revert"), max_operands=1, values=("-l", "-s", "-c", "-g", "-o")),
     "sed": _ReadOnly(("-i", "--in-place", "-f", "--file"), paths="sed"),
     "git": _ReadOnly(paths="git"),
 }
@@ -90,18 +102,20 @@ def read_only(argv: tuple[Word, ...]) -> ReadOnly | None:
     if any(_unsafe(word.text, spec.unsafe) for word in args):
         return None
     if spec.paths == "git":
-        return ReadOnly(()) if git_reads_only(argv) else None
+        return _read_only_git(argv)
     if spec.paths == "sed":
         return _read_only_sed(args)
     if spec.paths == "find":
         return ReadOnly(find_roots(argv))
-    operands = operand_words(args, frozenset())
+    operands = operand_words(args, spec.values)
     if spec.max_operands is not None and len(operands) > spec.max_operands:
         return None
     if len(operands) < spec.min_operands:
         return None
     if spec.paths == "none":
         return ReadOnly(())
+    if name == "jq" and any(re.search(r"\b(import|include)\b", w.text) for w in operands):
+        return None  # a jq module is read from any path the program names
     if spec.paths == "after-first" and not has_option(args, "ef", ("--regexp", "--file")):
         operands = operands[1:]
     return ReadOnly((*operands, *_attached_values(args)))
@@ -125,12 +139,13 @@ def _attached_values(args: Sequence[Word]) -> list[Word]:
     return found
 
 
-def _unsafe(text: str, unsafe: tuple[str, ...]) -> bool:
-    """Whether the word gives one of the `unsafe` options (a short one also inside a
-    cluster of flags: `-ni` is `-n -i`)."""
+def _unsafe(text: str, unsafe: Sequence[str]) -> bool:
+    """Whether the word gives one of the `unsafe` options: a long one also abbreviated
+    (`--outp` is `--output` to getopt), a short one also inside a cluster of flags (`-ni`
+    is `-n -i`)."""
     short = text.startswith("-") and not text.startswith("--")
     for option in unsafe:
-        if text == option or (option.startswith("--") and text.startswith(option + "=")):
+        if text == option or (option.startswith("--") and long_option(text, option)):
             return True
         if short and len(option) == 2 and option[1] in text[1:]:
             return True
@@ -160,40 +175,85 @@ _GIT_READ_ONLY = frozenset(
 )
 _BRANCH_LISTING = """
     -a --all -r --remotes -v -vv --list -l --show-current --contains --merged --no-merged
-    --sort --format --points-at
+    --sort --format --points-at --no-color --color --column --no-column
 """
 _GIT_LISTING = {
     "branch": tuple(_BRANCH_LISTING.split()),
-    "tag": ("-l", "--list", "-n", "--contains", "--merged", "--sort", "--format"),
-    "remote": ("-v", "--verbose", "get-url"),
-    "stash": ("list", "show"),
-    "worktree": ("list",),
-    "reflog": ("show",),
-    "config": ("--get", "--get-all", "--get-regexp", "--list", "-l"),
+    "tag": ("-l", "--list", "-n", "--contains", "--merged", "--sort", "--format", "--points-at"),
+    "remote": ("-v", "--verbose"),
 }
-"""Subcommands that only read when given one of these (or, but for config, nothing)."""
-_GIT_UNSAFE = ("--output", "--ext-diff", "--no-index", "-O", "--open-files-in-pager")
+"""Subcommands that only read when every word is one of these flags (`--sort=KEY` too):
+any other word names something to create, rename, delete or contact."""
+_GIT_UNSAFE = (
+    "--output",
+    "--ext-diff",
+    "--no-index",
+    "-O",
+    "--open-files-in-pager",
+    "--file",
+    "--blob",
+)
 _GIT_SAFE_GLOBALS = frozenset({"--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs"})
+_CONFIG_READS = ("--get", "--get-all", "--get-regexp", "--list", "-l")
 
 
-def git_reads_only(argv: Sequence[Word]) -> bool:
+def _read_only_git(argv: tuple[Word, ...]) -> ReadOnly | None:
     """`git status`, `git log -p`, `git branch -a` …: a subcommand that only reads, with
-    no option that writes a file, runs a program or leaves the repository."""
+    no option that writes a file, runs a program or reads outside the repository. Its
+    words (revisions, paths, `-C DIR`, `--contents=FILE`) are checked as files it reads:
+    git reads a path outside the repository by itself (`git diff /dev/null ~/x`)."""
     options, sub, args = git_parts(argv)
-    if sub is None or sub.expands or any(w.text not in _GIT_SAFE_GLOBALS for w in options):
-        return False
+    if sub is None or sub.expands:
+        return None
+    folders: list[Word] = []
+    index = 0
+    while index < len(options):
+        text = options[index].text
+        if text == "-C" and index + 1 < len(options):
+            folders.append(options[index + 1])
+            index += 2
+        elif text in _GIT_SAFE_GLOBALS:
+            index += 1
+        else:
+            return None
     if any(w.expands and w.text.startswith("-") for w in args):
-        return False
+        return None
     if any(_unsafe(w.text, _GIT_UNSAFE) for w in args if w.text.startswith("-")):
-        return False
-    if sub.text in _GIT_READ_ONLY:
+        return None
+    if not _git_subcommand_reads(sub.text, args):
+        return None
+    reads = [w for w in args if not w.text.startswith("-")] + _attached_values(args)
+    return ReadOnly((*folders, *reads))
+
+
+def _git_subcommand_reads(sub: str, args: list[Word]) -> bool:
+    if sub in _GIT_READ_ONLY:
         return True
-    listing = _GIT_LISTING.get(sub.text)
+    if sub == "config":
+        return _config_reads(args)
+    if sub in ("stash", "worktree", "reflog"):
+        allowed = {"stash": ("list", "show"), "worktree": ("list",), "reflog": ("show",)}[sub]
+        return (not args and sub == "reflog") or (bool(args) and args[0].text in allowed)
+    listing = _GIT_LISTING.get(sub)
     if listing is None:
         return False
-    if not args:  # `git stash` alone pushes; `git config` alone is a usage error
-        return sub.text in ("branch", "tag", "remote", "reflog")
-    first = args[0].text
-    if sub.text in ("stash", "worktree", "reflog"):
-        return first in listing
-    return first in listing or first.split("=", 1)[0] in listing
+    return all(w.text.startswith("-") and (w.text.split("=", 1)[0] in listing) for w in args)
+
+
+def _config_reads(args: list[Word]) -> bool:
+    """`git config KEY`, `git config --get KEY`, `git config --list`: no value given, no
+    other file named."""
+    flags = [w.text for w in args if w.text.startswith("-")]
+    operands = [w for w in args if not w.text.startswith("-")]
+    if any(
+        f not in (*_CONFIG_READS, "--show-origin", "--name-only", "--global", "--local")
+        for f in flags
+    ):
+        return False
+    if any(f in ("--list", "-l") for f in flags):
+        return not operands
+    return (
+        len(operands) == 1
+        if not any(f.startswith("--get") for f in flags)
+        else len(operands) in (1, 2)
+    )

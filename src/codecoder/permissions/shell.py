@@ -37,6 +37,7 @@ import msgspec
 
 from codecoder.permissions import evaluation
 from codecoder.permissions.programs import (
+    CONFIG_PREFIXES,
     CONFIG_VARIABLES,
     DEFERRED_CODE_VARIABLES,
     PROGRAM_VARIABLES,
@@ -69,6 +70,8 @@ _QUOTING = re.compile(r"[\\'\"]")
 """Any quoting in a here-document's delimiter makes its body plain data."""
 _BRACE = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
 _SEPARATORS = re.compile(r"[;&|()\n`{}<>]|\$\(")
+_UNQUOTE = str.maketrans("", "", "'\"\\")
+"""A guess reads `r''m` and `r\\m` as bash does: `rm`."""
 _ARITHMETIC_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
 _NAME_TESTS = frozenset({"-v", "-R"})
 _DECLARATIONS = frozenset({"declare", "typeset", "local", "export", "readonly"})
@@ -152,17 +155,25 @@ def _parser() -> tuple[Parser, threading.Lock]:
 
 
 def parse_command(text: str) -> ShellParse:
-    """Parse one command line (as given to `bash -c`)."""
+    """Parse one command line (as given to `bash -c`). A line with a problem also gets
+    the best-effort split of the whole line, for deny and ask rules: the code it hides
+    (`bash -c "rm x $Y"`, `echo 'rm x' | sh`, `awk '…system("rm x")…'`) is still text
+    of the line."""
     parsed = _parse(text, depth=0)
+    problems = list(parsed.problems)
     unsafe = sorted(n for n in parsed.arithmetic if not evaluation.numeric(n, parsed.tainted))
-    if not unsafe:
+    if unsafe:
+        names = ", ".join(f"`{name}`" for name in unsafe[:5])
+        problems.append(
+            f"bash evaluates {names} as arithmetic, and the value may be code"
+            " (a value that is not a number, from the environment or from the line itself)"
+        )
+    if not problems:
         return parsed
-    names = ", ".join(f"`{name}`" for name in unsafe[:5])
-    problem = (
-        f"bash evaluates {names} as arithmetic, and the value may be code"
-        " (a value that is not a number, from the environment or from the line itself)"
+    guessed = () if any(c.guessed for c in parsed.commands) else guess_commands(text)
+    return msgspec.structs.replace(
+        parsed, commands=(*parsed.commands, *guessed), problems=tuple(problems)
     )
-    return msgspec.structs.replace(parsed, problems=(*parsed.problems, problem))
 
 
 def _parse(text: str, depth: int) -> ShellParse:
@@ -205,7 +216,8 @@ def guess_commands(text: str) -> tuple[SimpleCommand, ...]:
     check. Linear in the line's length."""
     commands: list[SimpleCommand] = []
     budget = MAX_GUESSED_WORDS
-    for piece in _SEPARATORS.split(text.replace("'", " ").replace('"', " ")):
+    flat = text.replace("\\\n", "").translate(_UNQUOTE)
+    for piece in _SEPARATORS.split(flat):
         words = tuple(Word(word) for word in piece.split()[:budget])
         if words:
             commands.append(SimpleCommand((), words, piece.strip(), guessed=True))
@@ -410,15 +422,18 @@ class _Walker:
         self.commands.append(command)
         self.problems.extend(_name_problems(command, found))
         self.problems.extend(found.problems)
-        for word in (*assignments, *found.variables):
+        for word in assignments:
             self.variable(word)
+        if not found.commands:  # else they are the carried command's assignments
+            for word in found.variables:
+                self.variable(word)
         self.builtin(argv)
         for script in found.scripts:
             self.carried_script(script, command)
         for nested in found.commands:
             if len(self.commands) > MAX_GUESSED_WORDS:
                 raise _Unsupported("it carries too many commands")
-            self.add_command((), nested, source, carrier=command)
+            self.add_command(found.variables, nested, source, carrier=command)
         for target, writes in [(w, True) for w in found.writes] + [(r, False) for r in found.reads]:
             if target.text not in _DEV_SINKS:
                 self.redirects.append(Redirect(op="arg", target=target, writes=writes))
@@ -430,8 +445,6 @@ class _Walker:
         self.problems.append(
             f"`{excerpt(carrier.source)}` runs shell code only known at run time ({script.origin})"
         )
-        if script.foreign:
-            self.commands.extend(guess_commands(carrier.source))
 
     def script(self, text: str, carrier: SimpleCommand | None = None) -> None:
         if self.depth >= MAX_DEPTH:
@@ -467,7 +480,12 @@ class _Walker:
         runs later."""
         found = evaluation.assignment(word)
         if found is None:
+            name = word.text.split("=", 1)[0]
+            if "=" in word.text and not word.text.startswith("-"):
+                self.problems.append(f"it sets `{excerpt(name)}`, which bash may import as code")
             return
+        if found.name in evaluation.INTEGER_SPECIALS:
+            self.arith(found.value if found.literal else word.text.split("=", 1)[1])
         if not found.numeric:
             self.tainted.add(found.name)
         for subscript in found.subscripts():
@@ -482,7 +500,7 @@ class _Walker:
                 Script(None, f"`{excerpt(word.text)}`") if value.expands else Script(value.text),
                 SimpleCommand((word,), (), word.text),
             )
-        elif found.name in CONFIG_VARIABLES:
+        elif found.name in CONFIG_VARIABLES or found.name.startswith(CONFIG_PREFIXES):
             self.problems.append(
                 f"{found.name} makes programs take code or settings from elsewhere"
             )
@@ -656,6 +674,7 @@ class _Walker:
         raise _Unsupported(f"it uses `{kind}`, which the check does not follow")
 
     def string(self, node: Node) -> Word:
+        self._check_hidden(node, "a quoted string")
         expands = False
         for child in node.named_children:
             if child.type != "string_content":
@@ -697,6 +716,7 @@ class _Walker:
             text = self.text(node)
             self.arith(text[3:-2] if text.startswith("$((") else text[2:-1])
         elif node.type == "expansion":
+            self._check_hidden(node, "an expansion")
             self.expansion(self.text(node))
         for child in node.named_children:
             self.nested(child)
@@ -710,7 +730,22 @@ class _Walker:
         if found.assigns is not None:
             self.tainted.add(found.assigns)
 
+    def _check_hidden(self, node: Node, where: str) -> None:
+        """Inside double quotes and `${…}` bash runs `$(…)` and backticks that
+        tree-sitter can read as plain text (`"${x:-'$(id)'}"`, where the single quotes
+        are no quotes to bash). Outside what it parsed as substitutions, and escapes,
+        such text must hold none."""
+        text = bytearray(self.data[node.start_byte : node.end_byte])
+        for sub in _parsed_substitutions(node):
+            start, stop = sub.start_byte - node.start_byte, sub.end_byte - node.start_byte
+            text[start:stop] = b" " * (stop - start)
+        plain = re.sub(rb"\\.", b"", bytes(text))
+        if any(marker in plain for marker in (b"`", b"$(", b"$[")):
+            raise _Unsupported(f"{where} runs a substitution the parser does not see")
+
     def substitution(self, node: Node) -> None:
+        if self.text(node).startswith("`") and "\\`" in self.text(node):
+            raise _Unsupported("backticks are nested inside backticks")
         self.depth += 1
         if self.depth > MAX_DEPTH:
             raise _Unsupported("it is nested too deeply")
@@ -726,6 +761,18 @@ def _substitutions(node: Node) -> list[Node]:
     if node.type == "command_substitution":
         return [node]
     return [sub for child in node.named_children for sub in _substitutions(child)]
+
+
+_PARSED = frozenset({"command_substitution", "process_substitution", "arithmetic_expansion"})
+
+
+def _parsed_substitutions(node: Node) -> list[Node]:
+    """The outermost substitutions tree-sitter parsed below `node` (not `node` itself)."""
+    return [
+        found
+        for child in node.named_children
+        for found in ([child] if child.type in _PARSED else _parsed_substitutions(child))
+    ]
 
 
 def _heredoc_delimiter(raw: str) -> str:

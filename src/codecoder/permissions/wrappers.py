@@ -99,9 +99,15 @@ WRAPPERS: dict[str, Wrapper] = {
         scripts=_opts("-c", "--command", "--session-command"),
     ),
     "sg": Wrapper(_opts("-c"), 1, scripts=_opts("-c")),
-    "setpriv": Wrapper(_opts("--reuid", "--regid", "--groups", "--ruid", "--euid")),
+    "setpriv": Wrapper(
+        _opts("--reuid", "--regid", "--ruid", "--euid", "--rgid", "--egid", "--groups")
+        | {"--pdeathsig", "--inh-caps", "--ambient-caps", "--bounding-set", "--securebits"}
+        | {"--selinux-label", "--apparmor-profile", "--landlock-access", "--landlock-rule"}
+        | {"--seccomp-filter"}
+    ),
     "nsenter": Wrapper(_opts("-t", "--target", "-S", "--setuid", "-G", "--setgid")),
-    "prlimit": Wrapper(_opts("-p", "--pid")),
+    "prlimit": Wrapper(_opts("-p", "--pid", "-o", "--output")),
+    "coproc": Wrapper(),
     "numactl": Wrapper(_opts("-N", "-C", "-m", "-p", "-i", "-P")),
     "cgexec": Wrapper(_opts("-g")),
     "fakeroot": Wrapper(_opts("-l", "--lib", "--faked", "-s", "-i", "-b")),
@@ -208,8 +214,21 @@ def unwrap_one(argv: tuple[Word, ...]) -> Step | None:
     scripts: list[Word] = []
     writes: list[Word] = []
     variables: list[Word] = []
-    while index < len(rest) and not rest[index].expands:
-        text = rest[index].text
+    positionals = spec.positionals
+    while index < len(rest):
+        word = rest[index]
+        text = word.text
+        if word.expands or not text.startswith("-") or text == "-":
+            if name == "env" and not word.expands and "=" in text and not text.startswith("-"):
+                variables.append(word)
+                index += 1
+                continue
+            if positionals == 0:
+                break
+            certain = certain and not word.expands  # `timeout $T cmd`: $T may be words
+            positionals -= 1
+            index += 1
+            continue
         if text == "--":
             index += 1
             break
@@ -217,12 +236,6 @@ def unwrap_one(argv: tuple[Word, ...]) -> Step | None:
         if inline is not None:
             step = _split_string(inline, rest[index + 1 :], chdir)
             return None if step is None else step._replace(start=offset + index)
-        if name == "env" and "=" in text and not text.startswith("-"):
-            variables.append(rest[index])
-            index += 1
-            continue
-        if not text.startswith("-") or text == "-":
-            break
         width, option = _option(text, spec)
         chdir = chdir or option in spec.chdir
         value = _option_value(text, rest, index, width)
@@ -233,9 +246,9 @@ def unwrap_one(argv: tuple[Word, ...]) -> Step | None:
         if value is not None and option in spec.writes:
             writes.append(value)
         index += width
-    positional = rest[index : index + spec.positionals]
-    certain = certain and not any(word.expands for word in positional)
-    start = offset + index + spec.positionals
+    for word in rest[index : index + positionals]:  # after `--`: still its own words
+        certain = certain and not word.expands
+    start = offset + index + positionals
     return Step(
         argv[start:], certain, chdir, start, tuple(scripts), tuple(writes), tuple(variables)
     )
