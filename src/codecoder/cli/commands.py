@@ -147,6 +147,7 @@ def build_parser(first: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", "-V", action="version", version=f"codecoder {__version__}")
     _agent_options(parser, approval="ask")
     _session_options(parser)
+    _daemon_options(parser)
     parser.set_defaults(func=_interactive, task=None, json=False, stdin_replies=False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -167,6 +168,7 @@ def build_parser(first: str | None = None) -> argparse.ArgumentParser:
     resume = sub.add_parser("resume", help="continue a session interactively")
     resume.add_argument("resume", nargs="?", metavar="ID", help="default: this folder's last")
     _agent_options(resume, approval="ask")
+    _daemon_options(resume)
     resume.set_defaults(func=_interactive, continue_=False, task=None, json=False)
 
     demo = sub.add_parser("demo", help="replay a bundled session on an example project")
@@ -188,6 +190,21 @@ def _agent_options(parser: Any, *, approval: str) -> None:
     parser.add_argument("--approval", choices=APPROVAL_MODES, default=approval)
     parser.add_argument("--max-rounds", type=int, default=100, metavar="N")
     parser.add_argument("--trace", metavar="FILE", help="write every command and event as JSONL")
+
+
+def _daemon_options(parser: Any) -> None:
+    """The terminal client uses a running daemon (docs/acp.md) unless told not to."""
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--attach",
+        nargs="?",
+        const="",
+        metavar="SESSION",
+        help="attach to a live session of the daemon (default: this folder's latest)",
+    )
+    where.add_argument(
+        "--no-daemon", action="store_true", help="run in this process even when a daemon runs"
+    )
 
 
 def _session_options(parser: Any) -> None:
@@ -238,7 +255,11 @@ def agent_options(namespace: argparse.Namespace) -> AgentOptions:
 def _interactive(namespace: argparse.Namespace) -> int:
     from codecoder.cli.repl import run_repl
 
-    return run_repl(agent_options(namespace))
+    return run_repl(
+        agent_options(namespace),
+        attach=getattr(namespace, "attach", None),
+        no_daemon=bool(getattr(namespace, "no_daemon", False)),
+    )
 
 
 def _exec(namespace: argparse.Namespace) -> int:

@@ -55,7 +55,8 @@ def _hub(options: argparse.Namespace, answer_timeout: float = 300.0) -> object:
 
 def run_daemon(options: argparse.Namespace) -> int:
     from codecoder import paths
-    from codecoder.daemon.server import DaemonError, DaemonServer, log, running_daemon
+    from codecoder.daemon.client import running_daemon
+    from codecoder.daemon.server import DaemonError, DaemonServer, log
 
     path = paths.daemon_socket()
     if options.detach:
@@ -79,7 +80,7 @@ def _detach(options: argparse.Namespace, path: Path) -> int:
     """Start the daemon as a process of its own session, log to a file, wait until its
     socket answers, and print the socket's path."""
     from codecoder import paths
-    from codecoder.daemon.server import running_daemon
+    from codecoder.daemon.client import running_daemon
 
     if running_daemon(path):
         print(path)

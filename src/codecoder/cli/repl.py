@@ -35,7 +35,7 @@ from codecoder.kernel.events import (
     Subagent,
     Usage,
 )
-from codecoder.kernel.handle import AgentClosed, AgentHandle
+from codecoder.kernel.handle import AgentClosed
 
 if TYPE_CHECKING:
     from codecoder.app.options import AgentOptions
@@ -55,25 +55,88 @@ _GITIGNORE_PROMPT = (
 )
 
 
-def run_repl(options: AgentOptions) -> int:
-    from codecoder.app.wiring import WiringError, build_agent
-
+def run_repl(options: AgentOptions, *, attach: str | None = None, no_daemon: bool = False) -> int:
+    """The interactive client: in this process, or on a session of the running daemon
+    (always with `--attach`; by default when one runs, unless `--no-daemon`)."""
     workspace = Path(options.cwd or ".").expanduser().resolve()
     if not workspace.is_dir():
         print(f"codecoder: no such folder: {workspace}", file=sys.stderr)
         return EXIT_USAGE
+    if attach is not None or (not no_daemon and _daemon_runs()):
+        return _run_remote(options, workspace, attach)
+    from codecoder.app.wiring import WiringError, build_agent
+
     try:
         setup = build_agent(options, workspace)
     except WiringError as exc:
         print(f"codecoder: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    with contextlib.ExitStack() as stack:
+        stack.callback(setup.close)
+        return _drive(setup.loop.start(), setup.session_id, workspace, setup)
+
+
+def _daemon_runs() -> bool:
+    from codecoder.daemon.client import running_daemon
+
+    return running_daemon() is not None
+
+
+def _run_remote(options: AgentOptions, workspace: Path, attach: str | None) -> int:
+    """A session of the daemon: a new one here, or `attach` (an id; "" for this
+    folder's latest live session, and for --continue / --resume the stored one)."""
+    from codecoder.daemon.client import DaemonClient, DaemonUnavailable, RemoteAgent
+    from codecoder.daemon.rpc import RpcError
+
+    try:
+        client = DaemonClient()
+    except DaemonUnavailable as exc:
+        print(f"codecoder: {exc} (start one with `codecoder daemon --detach`)", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        session = (
+            attach or options.resume or (_latest_stored(workspace) if options.continue_ else None)
+        )
+        if attach == "" and session is None:
+            session = _latest_live(client, workspace)
+        agent = RemoteAgent.open(client, workspace, session, options=options)
+    except (RpcError, TimeoutError, DaemonUnavailable, ValueError) as exc:
+        client.close()
+        print(f"codecoder: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return _drive(agent, agent.session_id, workspace, None)
+
+
+def _latest_stored(workspace: Path) -> str:
+    from codecoder.sessions import SessionStore
+
+    with SessionStore() as store:
+        latest = store.latest_for(workspace)
+    if latest is None:
+        raise ValueError(f"no session to continue in {workspace}")
+    return latest.id
+
+
+def _latest_live(client: object, workspace: Path) -> str:
+    from codecoder.daemon.client import DaemonClient
+
+    assert isinstance(client, DaemonClient)
+    client.initialize()
+    live = client.call("_codecoder/sessions/list", {})["sessions"]
+    here = [s for s in live if s.get("cwd") == str(workspace)]
+    if not here:
+        raise ValueError(f"the daemon has no live session in {workspace}")
+    return str(here[-1]["sessionId"])
+
+
+def _drive(handle: Any, session_id: str, workspace: Path, setup: AgentSetup | None) -> int:
     renderer = Renderer()
     terminals = [fd for fd in (1, 2) if os.isatty(fd)]
     previous = signal.signal(signal.SIGHUP, _hang_up)
-    handle = setup.loop.start()
     code = EXIT_OK
     try:
-        renderer.line(f"CodeCoder · session {setup.session_id[:8]} · {setup.loop.workspace}", "dim")
+        where = " (daemon)" if setup is None else ""
+        renderer.line(f"CodeCoder · session {session_id[:8]}{where} · {workspace}", "dim")
         renderer.line("Ctrl+C stops a turn · /compact · /exit or Ctrl+D to leave", "dim")
         _Session(handle, renderer, setup).run()
     except _HangUp:
@@ -82,8 +145,7 @@ def run_repl(options: AgentOptions) -> int:
         with contextlib.suppress(AgentClosed):
             handle.cancel()  # the command's tree is killed before the shutdown returns
     finally:
-        handle.shutdown()
-        setup.close()
+        handle.shutdown()  # in the daemon: detach, the session goes on
         signal.signal(signal.SIGHUP, previous)
     return code
 
@@ -106,7 +168,10 @@ def _silence(fds: list[int]) -> None:
 
 
 class _Session:
-    def __init__(self, handle: AgentHandle, renderer: Renderer, setup: AgentSetup) -> None:
+    """The line-mode loop; `setup` is None on a daemon session (the daemon keeps its log
+    and policy)."""
+
+    def __init__(self, handle: Any, renderer: Renderer, setup: AgentSetup | None) -> None:
         self.handle = handle
         self.renderer = renderer
         self.setup = setup
@@ -119,10 +184,13 @@ class _Session:
             if text in ("/exit", "/quit"):
                 return
             if text == "/compact":
+                if self.setup is None:
+                    self.renderer.line("/compact is not available on a daemon session", "dim")
+                    continue
                 self.handle.compact()
                 self._until(lambda e: isinstance(e, Compacted | StatusUpdate) and _settles(e))
                 continue
-            if self.setup.log is not None:
+            if self.setup is not None and self.setup.log is not None:
                 self.setup.log.begin_turn()
             self.handle.send(text)
             self._until(lambda e: isinstance(e, Done))
@@ -143,13 +211,13 @@ class _Session:
 
     def _show(self, event: AgentEvent) -> None:
         self.renderer.show(event)
-        if isinstance(event, Usage) and self.setup.log is not None:
+        if isinstance(event, Usage) and self.setup is not None and self.setup.log is not None:
             self.setup.log.add_usage(event)
         inner = event
         while isinstance(inner, Subagent):
             inner = inner.event
         if isinstance(inner, ConfirmRequest):
-            policy = self.setup.policy
+            policy = self.setup.policy if self.setup is not None else None
             untrusted = policy is not None and not policy.trusted
             answer = self._read(_CONFIRM_PROMPT.format(note=_UNTRUSTED_NOTE if untrusted else ""))
             decision = _ANSWERS.get((answer or "n").strip()[:1].lower(), "deny")

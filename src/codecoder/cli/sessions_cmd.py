@@ -21,6 +21,7 @@ from codecoder.sessions.errors import SessionError, UnknownSession
 from codecoder.sessions.export import age, jsonl, markdown, transcript
 from codecoder.sessions.records import SessionInfo
 from codecoder.sessions.store import SessionStore
+from codecoder.wording import counted
 
 Action = Callable[[SessionStore, argparse.Namespace], int]
 
@@ -97,15 +98,53 @@ def _list(store: SessionStore, args: argparse.Namespace) -> int:
     if not found:
         print("no sessions yet" if args.all else f"no sessions in {cwd.resolve()}")
         return 0
-    for line in _table(found, show_folder=args.all):
+    for line in _table(found, show_folder=args.all, live=_live_sessions()):
         print(line)
     return 0
 
 
-def _table(sessions: list[SessionInfo], *, show_folder: bool) -> list[str]:
+def _live_sessions() -> dict[str, str]:
+    """The running daemon's live sessions, as a note per id ("live", "live, running,
+    2 clients"); empty when no daemon runs."""
+    from codecoder.daemon.client import DaemonClient, DaemonUnavailable, running_daemon
+
+    if running_daemon() is None:
+        return {}
+    try:
+        client = DaemonClient(timeout=2.0)
+    except DaemonUnavailable:
+        return {}
+    try:
+        client.initialize()
+        sessions = client.call("_codecoder/sessions/list", {}, timeout=5.0)["sessions"]
+    except Exception:  # a daemon that does not answer: list the store alone
+        return {}
+    finally:
+        client.close()
+    notes: dict[str, str] = {}
+    for live in sessions:
+        parts = ["live"]
+        if live.get("running"):
+            parts.append("running")
+        if live.get("clients"):
+            parts.append(counted(int(live["clients"]), "client"))
+        notes[str(live.get("sessionId"))] = ", ".join(parts)
+    return notes
+
+
+def _table(
+    sessions: list[SessionInfo], *, show_folder: bool, live: dict[str, str] | None = None
+) -> list[str]:
     now = time.time()
+    notes = live or {}
     rows = [
-        (s.id[:8], s.title or "(untitled)", s.model, age(now - s.updated_at), _home(s.cwd))
+        (
+            s.id[:8],
+            s.title or "(untitled)",
+            s.model,
+            notes.get(s.id) or age(now - s.updated_at),
+            _home(s.cwd),
+        )
         for s in sessions
     ]
     model_w = max(5, *(len(row[2]) for row in rows))
@@ -113,7 +152,7 @@ def _table(sessions: list[SessionInfo], *, show_folder: bool) -> list[str]:
     room = shutil.get_terminal_size((100, 24)).columns - (8 + 2) - (model_w + 2) - (age_w + 2)
     title_w = max(20, min(room, max(len(row[1]) for row in rows)))
     lines = []
-    for row in [("ID", "TITLE", "MODEL", "AGE", "FOLDER"), *rows]:
+    for row in [("ID", "TITLE", "MODEL", "AGE" if not notes else "AGE/LIVE", "FOLDER"), *rows]:
         title = row[1] if len(row[1]) <= title_w else row[1][: title_w - 1] + "…"
         line = f"{row[0]:<8}  {title:<{title_w}}  {row[2]:<{model_w}}  {row[3]:<{age_w}}"
         lines.append((line + "  " + row[4]) if show_folder else line.rstrip())

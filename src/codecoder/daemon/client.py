@@ -12,11 +12,12 @@ goes back as the response), so one renderer serves both.
 from __future__ import annotations
 
 import contextlib
+import os
 import queue
 import socket
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codecoder import paths
 from codecoder.daemon.acp import PERMISSION_OPTIONS, PROTOCOL_VERSION
@@ -38,11 +39,28 @@ from codecoder.kernel.events import (
 from codecoder.kernel.messages import Text, ToolCall, ToolResult
 from codecoder.kernel.oneshot import Oneshot
 
+if TYPE_CHECKING:
+    from codecoder.app.options import AgentOptions
+
 _STOP = {"end_turn": "completed", "cancelled": "cancelled", "max_turn_requests": "max_rounds"}
 
 
 class DaemonUnavailable(Exception):
     """No daemon answers on the socket."""
+
+
+def running_daemon(path: Path | None = None) -> Path | None:
+    """The socket of a running daemon, or None (a socket file of a dead one is not)."""
+    target = path or paths.daemon_socket()
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.settimeout(1.0)
+        probe.connect(str(target))
+    except OSError:
+        return None
+    finally:
+        probe.close()
+    return target
 
 
 class DaemonClient:
@@ -109,6 +127,12 @@ class DaemonClient:
         self.conn.close()
         self.conn.join(2)
 
+    def __enter__(self) -> DaemonClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
 
 class RemoteAgent:
     """One daemon session, seen through the AgentHandle's surface."""
@@ -124,15 +148,28 @@ class RemoteAgent:
 
     @classmethod
     def open(
-        cls, client: DaemonClient, workspace: Path, session_id: str | None = None
+        cls,
+        client: DaemonClient,
+        workspace: Path,
+        session_id: str | None = None,
+        *,
+        options: AgentOptions | None = None,
     ) -> RemoteAgent:
-        """A new session in `workspace`, or an attach to a live one."""
+        """A new session in `workspace` (with `options`' model, script and approval
+        mode), or `session_id`: attached when live, else loaded from the store."""
         client.initialize()
         if session_id is None:
-            result = client.call("session/new", {"cwd": str(workspace), "mcpServers": []})
+            params: dict[str, Any] = {"cwd": str(workspace), "mcpServers": []}
+            if options is not None:
+                params["_meta"] = {"codecoder": _session_meta(options)}
+            result = client.call("session/new", params)
+            return cls(client, str(result["sessionId"]), workspace)
+        try:
+            result = client.call("_codecoder/session/attach", {"sessionId": session_id})
             session_id = str(result["sessionId"])
-        else:
-            client.call("_codecoder/session/attach", {"sessionId": session_id})
+        except RpcError:
+            load = {"sessionId": session_id, "cwd": str(workspace), "mcpServers": []}
+            client.call("session/load", load)
         return cls(client, session_id, workspace)
 
     # --- the AgentHandle surface -----------------------------------------------------------
@@ -252,6 +289,16 @@ class RemoteAgent:
             else {"outcome": "cancelled"}
         )
         self.client.conn.respond(request_id, {"outcome": outcome})
+
+
+def _session_meta(options: AgentOptions) -> dict[str, Any]:
+    """What `session/new` takes in `_meta.codecoder` (docs/acp.md)."""
+    meta: dict[str, Any] = {"approval": options.approval, "maxRounds": options.max_rounds}
+    if options.model:
+        meta["model"] = options.model
+    if options.script:
+        meta["script"] = os.path.abspath(options.script)
+    return meta
 
 
 def _tool_name(call: dict[str, Any]) -> str:

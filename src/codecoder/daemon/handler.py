@@ -42,8 +42,10 @@ class Hub:
         self._sessions: dict[str, LiveSession] = {}
         self._closing = False
 
-    def new(self, cwd: str) -> LiveSession:
-        return self._start(msgspec.structs.replace(self.defaults, cwd=cwd))
+    def new(self, cwd: str, overrides: dict[str, Any] | None = None) -> LiveSession:
+        """A new session in `cwd`; `overrides` replace the daemon's defaults for it
+        (model, script, approval, max_rounds: `_meta.codecoder` of session/new)."""
+        return self._start(msgspec.structs.replace(self.defaults, cwd=cwd, **(overrides or {})))
 
     def load(self, session_id: str, cwd: str | None) -> LiveSession:
         live = self.find(session_id)
@@ -202,7 +204,7 @@ class AcpHandler:
         }
 
     def new_session(self, conn: Connection, params: _Params) -> dict[str, Any]:
-        live = self.hub.new(params.text("cwd"))
+        live = self.hub.new(params.text("cwd"), _session_overrides(params.get("_meta")))
         self._attach(conn, live, replay=False)
         return {"sessionId": live.id, "modes": acp.mode_state(live.mode)}
 
@@ -285,6 +287,27 @@ class _Params:
     def optional_text(self, key: str) -> str | None:
         value = self._params.get(key)
         return value if isinstance(value, str) and value else None
+
+
+def _session_overrides(meta: Any) -> dict[str, Any]:
+    """`_meta.codecoder` of session/new: `model`, `script`, `approval`, `maxRounds`."""
+    ours = meta.get("codecoder") if isinstance(meta, dict) else None
+    if not isinstance(ours, dict):
+        return {}
+    found: dict[str, Any] = {}
+    for key, field in (("model", "model"), ("script", "script")):
+        if key in ours:
+            if not isinstance(ours[key], str):
+                raise RpcError(INVALID_PARAMS, f"`_meta.codecoder.{key}` must be a string")
+            found[field] = ours[key]
+    if "approval" in ours:
+        found["approval"] = _mode(ours["approval"] if isinstance(ours["approval"], str) else "")
+    rounds = ours.get("maxRounds")
+    if rounds is not None:
+        if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 1:
+            raise RpcError(INVALID_PARAMS, "`_meta.codecoder.maxRounds` must be a positive integer")
+        found["max_rounds"] = rounds
+    return found
 
 
 def _mode(text: str) -> ApprovalMode:

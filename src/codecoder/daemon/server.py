@@ -185,19 +185,5 @@ def _peer_uid(sock: socket.socket) -> int:
     return uid
 
 
-def running_daemon(path: Path | None = None) -> Path | None:
-    """The socket of a running daemon, or None (a socket file of a dead one is not)."""
-    target = path or paths.daemon_socket()
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        probe.settimeout(1.0)
-        probe.connect(str(target))
-    except OSError:
-        return None
-    finally:
-        probe.close()
-    return target
-
-
 def log(message: str) -> None:
     print(f"codecoder daemon: {message}", file=sys.stderr, flush=True)
