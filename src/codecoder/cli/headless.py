@@ -21,6 +21,7 @@ from queue import SimpleQueue
 from types import FrameType
 from typing import IO, TYPE_CHECKING, Any
 
+from codecoder.cli import jsonl
 from codecoder.cli.exitcodes import (
     EXIT_FAILED,
     EXIT_OK,
@@ -29,7 +30,6 @@ from codecoder.cli.exitcodes import (
     EXIT_SIGTERM,
     EXIT_USAGE,
 )
-from codecoder.kernel import codec
 from codecoder.kernel.events import (
     AgentEvent,
     AskUser,
@@ -52,7 +52,6 @@ if TYPE_CHECKING:
     from codecoder.cli.commands import ExecOptions
     from codecoder.cli.replies import StdinReplies
 
-SCHEMA = "codecoder.exec/1"
 FLUSH_BYTES = 1 << 16
 
 
@@ -132,7 +131,7 @@ class _Runner:
         handle = self.setup.loop.start()
         self.handle = handle
         if self.json:
-            self._write({"type": "session", "schema": SCHEMA, "session_id": self.setup.session_id})
+            self._write(jsonl.encode(jsonl.SessionLine(jsonl.SCHEMA, self.setup.session_id)))
         signals = _SignalWatcher(self._on_signal, self.setup.kill_processes)
         try:
             if self.setup.log is not None:
@@ -169,9 +168,7 @@ class _Runner:
         elif isinstance(event, Usage) and self.setup.log is not None:
             self.setup.log.add_usage(event)
         if self.json:
-            record = _record(event)
-            record["turn"] = self.turn
-            self._write(record)
+            self._write(jsonl.encode(jsonl.line_for(event, self.turn)))
             return
         if isinstance(event, NewToken):
             self.answer.append(event.text)
@@ -195,8 +192,7 @@ class _Runner:
         else:
             event.reply.send("(no user is available to answer; decide yourself)")
 
-    def _write(self, record: dict[str, Any]) -> None:
-        line = codec.encode(record) + b"\n"
+    def _write(self, line: bytes) -> None:
         self.buffer.append(line)
         self.size += len(line)
         if self.size >= FLUSH_BYTES:
@@ -312,26 +308,6 @@ def _silence_stdout() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
-
-
-def _record(event: AgentEvent) -> dict[str, Any]:
-    """An event in the headless schema; a sub-agent's event nests in the same form."""
-    if isinstance(event, Subagent):
-        return {"type": "subagent", "agent_id": event.agent_id, "event": _record(event.event)}
-    record = codec.to_builtins(event)
-    if isinstance(event, ToolFinished):
-        del record["result"]
-        record.update(_finished_fields(event))
-    return record
-
-
-def _finished_fields(event: ToolFinished) -> dict[str, Any]:
-    """tool_finished in the headless schema: status, content and error side by side."""
-    return {
-        "status": event.status,
-        "content": event.result.text if event.result is not None else "",
-        "error": codec.to_builtins(event.error) if event.error is not None else None,
-    }
 
 
 def _status_mark(event: ToolFinished) -> str:

@@ -1,0 +1,194 @@
+"""The lines of `exec --json` (schema `codecoder.exec/1`, docs/headless.md): one struct
+per line type, and the one function that turns a kernel event into its line.
+
+The kernel's events are the vocabulary; these are the wire. They differ where a reader
+of the stream is better served: `tool_finished` puts `status`, `content` (the result's
+text) and `error` side by side instead of nesting a ToolResult, a question carries its
+reply as `request_id`, every line but `session` carries the `turn` it belongs to, and a
+sub-agent's line nests its event without one. docs/headless.md lists every type and its
+fields; tests/cli/test_jsonl.py checks that table against these structs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from codecoder.kernel import codec
+from codecoder.kernel.events import (
+    AgentEvent,
+    AskUser,
+    Compacted,
+    ConfirmRequest,
+    Done,
+    DoneReason,
+    Error,
+    NewReasoning,
+    NewToken,
+    StatusUpdate,
+    Subagent,
+    TodoItem,
+    TodoUpdated,
+    ToolError,
+    ToolFinished,
+    ToolOutput,
+    ToolStarted,
+    Usage,
+)
+from codecoder.kernel.messages import ToolCall
+
+SCHEMA = "codecoder.exec/1"
+
+
+class _Line(msgspec.Struct, frozen=True, tag_field="type", omit_defaults=False):
+    pass
+
+
+class _Turned(_Line, frozen=True, kw_only=True):
+    turn: int | None = None
+    """The session's turn; None (left out) inside a `subagent` line."""
+
+
+class SessionLine(_Line, frozen=True, tag="session"):
+    schema: str
+    session_id: str
+
+
+class NewTokenLine(_Turned, frozen=True, tag="new_token"):
+    text: str
+
+
+class NewReasoningLine(_Turned, frozen=True, tag="new_reasoning"):
+    text: str
+
+
+class StatusUpdateLine(_Turned, frozen=True, tag="status_update"):
+    status: str
+    detail: str
+
+
+class ToolStartedLine(_Turned, frozen=True, tag="tool_started"):
+    id: str
+    name: str
+    args: dict[str, Any]
+
+
+class ToolOutputLine(_Turned, frozen=True, tag="tool_output"):
+    id: str
+    chunk: str
+
+
+class ToolFinishedLine(_Turned, frozen=True, tag="tool_finished"):
+    id: str
+    name: str
+    status: str
+    content: str
+    error: ToolError | None
+
+
+class ConfirmRequestLine(_Turned, frozen=True, tag="confirm_request"):
+    request_id: str
+    tool_call: ToolCall
+    reason: str
+
+
+class AskUserLine(_Turned, frozen=True, tag="ask_user"):
+    request_id: str
+    question: str
+    options: tuple[str, ...]
+
+
+class UsageLine(_Turned, frozen=True, tag="usage"):
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    reasoning_tokens: int
+    cost: float | None
+
+
+class CompactedLine(_Turned, frozen=True, tag="compacted"):
+    before_tokens: int
+    after_tokens: int
+
+
+class TodoUpdatedLine(_Turned, frozen=True, tag="todo_updated"):
+    items: tuple[TodoItem, ...]
+
+
+class ErrorLine(_Turned, frozen=True, tag="error"):
+    kind: str
+    message: str
+
+
+class SubagentLine(_Turned, frozen=True, tag="subagent"):
+    agent_id: str
+    event: EventLine
+
+
+class DoneLine(_Turned, frozen=True, tag="done"):
+    cancelled: bool
+    reason: DoneReason
+
+
+EventLine = (
+    NewTokenLine
+    | NewReasoningLine
+    | StatusUpdateLine
+    | ToolStartedLine
+    | ToolOutputLine
+    | ToolFinishedLine
+    | ConfirmRequestLine
+    | AskUserLine
+    | UsageLine
+    | CompactedLine
+    | TodoUpdatedLine
+    | ErrorLine
+    | SubagentLine
+    | DoneLine
+)
+Line = SessionLine | EventLine
+LINE_TYPES: tuple[type[_Line], ...] = (SessionLine, *EventLine.__args__)  # type: ignore[attr-defined]
+
+
+_SAME_FIELDS: dict[type, type[_Turned]] = {
+    NewToken: NewTokenLine,
+    NewReasoning: NewReasoningLine,
+    StatusUpdate: StatusUpdateLine,
+    ToolStarted: ToolStartedLine,
+    ToolOutput: ToolOutputLine,
+    Usage: UsageLine,
+    Compacted: CompactedLine,
+    TodoUpdated: TodoUpdatedLine,
+    Error: ErrorLine,
+    Done: DoneLine,
+}
+"""Events whose line has exactly their fields (and `turn`)."""
+
+
+def line_for(event: AgentEvent, turn: int | None) -> EventLine:
+    """The line of a kernel event (`turn` None inside a sub-agent's line)."""
+    same = _SAME_FIELDS.get(type(event))
+    if same is not None:
+        return same(**msgspec.structs.asdict(event), turn=turn)  # type: ignore[return-value]
+    match event:
+        case ToolFinished():
+            content = event.result.text if event.result is not None else ""
+            return ToolFinishedLine(
+                event.id, event.name, event.status, content, event.error, turn=turn
+            )
+        case ConfirmRequest(tool_call=call, reason=reason, reply=reply):
+            return ConfirmRequestLine(reply.request_id, call, reason, turn=turn)
+        case AskUser(question=question, options=options, reply=reply):
+            return AskUserLine(reply.request_id, question, options, turn=turn)
+        case Subagent(agent_id=agent_id, event=inner):
+            return SubagentLine(agent_id, line_for(inner, None), turn=turn)
+    raise TypeError(f"no exec --json line for {type(event).__name__}")
+
+
+def encode(line: Line) -> bytes:
+    """The line as JSON and its newline; a nested line leaves out its `turn`."""
+    record = codec.to_builtins(line)
+    if isinstance(line, SubagentLine):
+        record["event"].pop("turn", None)
+    return codec.encode(record) + b"\n"
