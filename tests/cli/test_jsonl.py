@@ -42,7 +42,9 @@ def fields_of(line_type: type) -> set[str]:
 
 def test_every_line_type_is_documented_with_its_fields() -> None:
     docs = documented()
-    structs = {t.__struct_config__.tag: t for t in jsonl.LINE_TYPES if t is not jsonl.SessionLine}
+    structs = {
+        str(t.__struct_config__.tag): t for t in jsonl.LINE_TYPES if t is not jsonl.SessionLine
+    }
     assert set(docs) == set(structs)
     for kind, line_type in structs.items():
         missing = fields_of(line_type) - docs[kind]
