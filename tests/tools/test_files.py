@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
+from codecoder.boundary import is_inside, resolve
 from codecoder.kernel.ports import ToolContext, ToolFailure
 from codecoder.tools.files import MAX_OUTPUT_BYTES, EditFile, ListDir, ReadFile, WriteFile
-from codecoder.tools.workspace import display, is_inside, resolve
+from codecoder.tools.workspace import display
 
 from .conftest import write
 

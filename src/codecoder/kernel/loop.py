@@ -373,7 +373,7 @@ class AgentLoop:
             self._emit(ToolStarted(id=call.id, name=call.name, args=call.args))
             finished = ToolFinished(call.id, call.name, result=_cancelled(call))
             self._emit(finished)
-            self._commit(Message(id=0, role="tool", items=(finished.result,)))  # type: ignore[arg-type]
+            self._commit(Message(id=0, role="tool", items=(_result_for_model(finished),)))
 
     def _execute(self, call: ToolCall, token: CancelToken) -> ToolFinished:
         tool = self._tools.get(call.name)

@@ -14,7 +14,15 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import msgspec
 
 from codecoder.kernel.cancel import CancelToken
-from codecoder.kernel.events import AgentEvent, AskUser, StatusUpdate, ToolError, ToolOutput, Usage
+from codecoder.kernel.events import (
+    AgentEvent,
+    AskUser,
+    StatusUpdate,
+    ToolError,
+    ToolErrorKind,
+    ToolOutput,
+    Usage,
+)
 from codecoder.kernel.messages import Message, ToolCall, ToolResult
 from codecoder.kernel.oneshot import Oneshot
 
@@ -130,7 +138,7 @@ Risk = Literal["read", "write", "execute", "network"]
 class ToolFailure(Exception):
     """Raised by a tool that could not run; becomes ToolFinished{error}."""
 
-    def __init__(self, kind: Any, message: str) -> None:
+    def __init__(self, kind: ToolErrorKind, message: str) -> None:
         super().__init__(message)
         self.error = ToolError(kind=kind, message=message)
 

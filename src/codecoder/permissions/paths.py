@@ -26,7 +26,7 @@ from pathlib import Path
 import msgspec
 
 from codecoder import paths
-from codecoder.tools.workspace import is_inside, resolve
+from codecoder.boundary import is_inside, resolve
 
 PROTECTED_DIRS = (".git", ".codecoder")
 GIT_DIR_MARKS = {

@@ -22,10 +22,11 @@ from typing import Annotated, BinaryIO, TypeVar
 
 import msgspec
 
+from codecoder.boundary import resolve
 from codecoder.kernel.messages import ToolResult, tool_result
 from codecoder.kernel.ports import Risk, ToolContext
 from codecoder.tools.base import TypedTool
-from codecoder.tools.workspace import display, printable, resolve, walk
+from codecoder.tools.workspace import display, printable, walk
 from codecoder.wording import counted
 
 MAX_LINE_CHARS = 2000

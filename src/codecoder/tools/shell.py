@@ -15,11 +15,11 @@ from typing import Annotated, ClassVar
 
 import msgspec
 
+from codecoder.boundary import is_inside, resolve
 from codecoder.kernel.messages import ToolResult, tool_result
 from codecoder.kernel.ports import Risk, ToolContext, ToolFailure
 from codecoder.tools.base import TypedTool
 from codecoder.tools.process import CommandOutcome, ProcessManager
-from codecoder.tools.workspace import is_inside, resolve
 
 MAX_TIMEOUT = 600.0
 

@@ -4,6 +4,10 @@ decides the task needs it (DESIGN.md §5).
 
 Skills are looked up again on each call from the call's workspace (a few directory
 reads), so a skill added during the session can be loaded as soon as the user says so.
+
+This tool imports `context`, which finds and parses skills for the prompt too: the
+dependency runs tools → context (both edges of the kernel), never into the kernel, and
+the prompt's index and this tool's bodies cannot disagree on what a skill is.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Paths in the workspace, and walking it the way git and ripgrep see it.
 
-`resolve` and `is_inside` are the workspace boundary the permission layer checks (on real
-paths, so a symlink cannot smuggle a path out). The rest is the one tree walker that
+The workspace boundary itself (`resolve`, `is_inside`) is in codecoder/boundary.py,
+shared with the permission layer. This is the one tree walker that
 list_dir, glob and grep's pure-Python path share: sorted per directory (ripgrep's
 `--sort path` order), `.git` never entered, `.gitignore`, `.ignore` and `.rgignore`
 honoured as ripgrep honours them.
@@ -20,31 +20,6 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
-
-# --- the workspace boundary ----------------------------------------------------------
-
-
-def resolve(workspace: Path, path: str) -> Path:
-    """The real path `path` names: `~` expanded, relative to `workspace`, symlinks and
-    `..` resolved. Raises ValueError for a path with a NUL byte or a `~user` that names
-    no user."""
-    joined = _expand_home(Path(workspace)) / _expand_home(Path(path))
-    return Path(os.path.realpath(joined))
-
-
-def _expand_home(path: Path) -> Path:
-    try:
-        return path.expanduser()
-    except RuntimeError as exc:  # pathlib's way of saying the user (or $HOME) is unknown
-        head = path.parts[0]
-        why = "the home directory is unknown" if head == "~" else "no such user"
-        raise ValueError(f"cannot expand {head!r}: {why}") from exc
-
-
-def is_inside(path: Path, roots: Sequence[Path]) -> bool:
-    """Whether the real `path` is one of the real `roots` or lies below one."""
-    real = Path(os.path.realpath(path))
-    return any(real.is_relative_to(os.path.realpath(root)) for root in roots)
 
 
 def display(workspace: Path, path: str | Path) -> str:
