@@ -13,8 +13,10 @@ Keep-alive: an idle connection the server has visibly closed, or idle for over 5
 dropped before use. Otherwise a reused connection's request goes again on a fresh one (at
 once, with no word to the user) only if it failed *before the whole request was sent*: a
 write failed and the server had no answer to read. Once the last byte has gone out, a close
-or a reset, even before any byte of an answer, is `ConnectionLost`: the server may have
-read the request and begun to act on it, and a model request sent twice is billed twice.
+or a reset, even before any byte of an answer, is `ConnectionLost`, never sent again here:
+the server may have read the request and begun to act on it (a model request sent twice
+may be billed twice). Trying again after such a failure is the retry policy's decision
+(`providers.http`: announced, after a backoff), not this module's.
 """
 
 from __future__ import annotations
