@@ -349,7 +349,6 @@ class AgentLoop:
             self._emit(event)
         elif isinstance(event, Stop) and event.reason == "max_tokens":
             self._emit(StatusUpdate("max_tokens", "the reply hit the output token limit"))
-        # ToolCallDelta is for live display by the provider's own client; nothing to keep.
 
     # --- tools -----------------------------------------------------------------------
 

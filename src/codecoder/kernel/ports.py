@@ -43,15 +43,6 @@ class ReasoningDone(msgspec.Struct, frozen=True, tag="reasoning_done", tag_field
     token: str | None = None
 
 
-class ToolCallDelta(msgspec.Struct, frozen=True, tag="tool_call_delta", tag_field="type"):
-    """A piece of a tool call as it streams (for live display only)."""
-
-    index: int
-    id: str | None = None
-    name: str | None = None
-    args_delta: str = ""
-
-
 class ToolCallDone(msgspec.Struct, frozen=True, tag="tool_call_done", tag_field="type"):
     """A complete tool call; `raw_args` is the model's argument text, parsed by the kernel."""
 
@@ -67,14 +58,7 @@ class Stop(msgspec.Struct, frozen=True, tag="stop", tag_field="type"):
 
 
 StreamEvent = (
-    TextDelta
-    | ReasoningDelta
-    | ReasoningDone
-    | ToolCallDelta
-    | ToolCallDone
-    | Usage
-    | StatusUpdate
-    | Stop
+    TextDelta | ReasoningDelta | ReasoningDone | ToolCallDone | Usage | StatusUpdate | Stop
 )
 """What a provider yields. Usage and StatusUpdate (a retry, a wait) are passed on to the
 client as they are; the rest is folded into the assistant message by the loop."""

@@ -108,6 +108,7 @@ class RulePolicy:
         self._project = project if project is not None else RuleSet()
         self._grants = _Grants()
         self._refusals = _Grants()
+        self._asked: tuple[ToolCall, list[Part]] | None = None
         self._lock = threading.Lock()
         self.edit_tracked_gitignore = False
         """May the first project rule add its file to a .gitignore that git tracks? Set by
@@ -144,6 +145,8 @@ class RulePolicy:
         if mode == "never-ask" and tool.name in NEEDS_A_PERSON:
             return Decision("deny", _NOBODY_TO_ASK)
         parts = analyse(tool, call, self.scope)
+        with self._lock:
+            self._asked = (call, parts)  # an answer to its question reuses the analysis
         if mode == "read-only" and tool.name == COMMAND_TOOL:
             writer = next((p for p in parts if not _only_reads(p)), None)
             if writer is not None:
@@ -215,7 +218,7 @@ class RulePolicy:
         `.codecoder/config.local.toml` (they apply in later sessions once the folder is
         trusted); the session grant makes the answer hold now either way. Raises
         ConfigError when that file cannot be updated."""
-        parts = analyse(tool, call, self.scope)
+        parts = self._parts(tool, call)
         with self._lock:
             pending = [p for p in parts if self._judge(p, False, self._mode).verdict != "allow"]
             self._grant(tool, call, parts)
@@ -225,9 +228,18 @@ class RulePolicy:
     def forbid(self, tool: Tool, call: ToolCall) -> None:
         """Record a "deny, this session" answer: the same call (the exact command line,
         the same file with the same tool, the same host) is denied without asking."""
-        parts = analyse(tool, call, self.scope)
+        parts = self._parts(tool, call)
         with self._lock:
             _record(self._refusals, tool, call, parts)
+
+    def _parts(self, tool: Tool, call: ToolCall) -> list[Part]:
+        """The parts of a call just decided (the answer follows its question), else a
+        fresh analysis."""
+        with self._lock:
+            asked, self._asked = self._asked, None
+        if asked is not None and asked[0] is call:
+            return asked[1]
+        return analyse(tool, call, self.scope)
 
     def _grant(self, tool: Tool, call: ToolCall, parts: list[Part]) -> None:
         _record(self._grants, tool, call, parts)

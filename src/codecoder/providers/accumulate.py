@@ -2,16 +2,17 @@
 
 Each wire streams a tool call as a start (id, name) and argument text in pieces, keyed
 by something of its own (Chat: `index`; Responses: the item id; Anthropic: the content
-block index). The fold keeps key → id, name, argument pieces, and answers each piece with
-a `ToolCallDelta` (live display) and each finished call with a `ToolCallDone` carrying the
-raw argument text: the kernel parses it, and malformed JSON becomes a ToolError there.
+block index). The fold keeps key → id, name, argument pieces, and answers each finished
+call with a `ToolCallDone` carrying the raw argument text: the kernel parses it, and
+malformed JSON becomes a ToolError there. (Pieces are not passed on as they come: no
+client showed them, and each would have cost a hop through every queue.)
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable
 
-from codecoder.kernel.ports import ToolCallDelta, ToolCallDone
+from codecoder.kernel.ports import ToolCallDone
 
 
 class _Call:
@@ -40,7 +41,7 @@ class ToolCallAccumulator:
 
     def add(
         self, key: Hashable, *, call_id: str | None = None, name: str | None = None, args: str = ""
-    ) -> ToolCallDelta:
+    ) -> None:
         """Fold one piece. A piece with a new id under a key already in use starts a new
         call (some OpenAI-compatible servers send every call with index 0)."""
         call = self._calls.get(key)
@@ -55,7 +56,6 @@ class ToolCallAccumulator:
             call.name = name
         if args:
             call.pieces.append(args)
-        return ToolCallDelta(index=call.index, id=call_id, name=name, args_delta=args)
 
     def set_args(self, key: Hashable, args: str) -> None:
         """Replace the argument text with the authoritative full text (a `done` item)."""

@@ -195,9 +195,7 @@ class StreamParser:
         elif kind == "tool_use":
             initial = block.get("input")
             args = msgspec.json.encode(initial).decode() if initial else ""
-            return [
-                self._tools.add(index, call_id=block.get("id"), name=block.get("name"), args=args)
-            ]
+            self._tools.add(index, call_id=block.get("id"), name=block.get("name"), args=args)
         return []
 
     def _delta(self, index: int, delta: dict[str, Any]) -> list[StreamEvent]:
@@ -205,7 +203,7 @@ class StreamParser:
         if kind == "text_delta":
             return [TextDelta(delta["text"])] if delta.get("text") else []
         if kind == "input_json_delta":
-            return [self._tools.add(index, args=delta.get("partial_json") or "")]
+            self._tools.add(index, args=delta.get("partial_json") or "")
         if kind == "thinking_delta":
             return [ReasoningDelta(delta["thinking"])] if delta.get("thinking") else []
         if kind == "signature_delta":

@@ -43,10 +43,7 @@ from codecoder.kernel.cancel import CancelToken
 from codecoder.kernel.events import StatusUpdate
 from codecoder.kernel.ports import (
     ProviderError,
-    ReasoningDelta,
     StreamEvent,
-    TextDelta,
-    ToolCallDelta,
 )
 from codecoder.providers import errors
 from codecoder.providers.pool import ConnectRefused, Pool, Response, TransportError, TrustStore
@@ -235,8 +232,8 @@ def _check_response(response: Response) -> None:
 
 
 def _read_events(response: Response, parser: StreamParser) -> Iterator[list[StreamEvent]]:
-    """One list of events per network read that completed any (coalesced: a read that
-    brought 400 one-token events yields one TextDelta), then the parser's last events."""
+    """One list of events per network read that completed any, then the parser's last
+    events. (Text is coalesced once, by the agent loop, whatever queue it came through.)"""
     decoder = SSEDecoder()
     for chunk in response.iter_bytes():
         events: list[StreamEvent] = []
@@ -252,37 +249,10 @@ def _read_events(response: Response, parser: StreamParser) -> Iterator[list[Stre
                 what = f"unexpected event {name or ''} ({exc!r}): {data[:120]!r}"
                 raise errors.bad_response(what) from exc
         if events:
-            yield coalesce(events) if len(events) > 1 else events
+            yield events
     tail = parser.finish()
     if tail:
         yield tail
-
-
-def coalesce(events: list[StreamEvent]) -> list[StreamEvent]:
-    """Merge runs of adjacent text, reasoning and same-call argument deltas."""
-    out: list[StreamEvent] = []
-    for event in events:
-        last = out[-1] if out else None
-        if isinstance(event, TextDelta) and isinstance(last, TextDelta):
-            out[-1] = TextDelta(last.text + event.text)
-        elif isinstance(event, ReasoningDelta) and isinstance(last, ReasoningDelta):
-            out[-1] = ReasoningDelta(last.text + event.text)
-        elif (
-            isinstance(event, ToolCallDelta)
-            and isinstance(last, ToolCallDelta)
-            and last.index == event.index
-            and event.id is None
-            and event.name is None
-        ):
-            out[-1] = ToolCallDelta(
-                index=last.index,
-                id=last.id,
-                name=last.name,
-                args_delta=last.args_delta + event.args_delta,
-            )
-        else:
-            out.append(event)
-    return out
 
 
 def retry_after(headers: Mapping[str, str]) -> float | None:

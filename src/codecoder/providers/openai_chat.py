@@ -204,13 +204,11 @@ class StreamParser:
                 self._close_reasoning(out)
                 for piece in delta.tool_calls:
                     function = piece.function or _Function()
-                    out.append(
-                        self._tools.add(
-                            piece.index,
-                            call_id=piece.id,
-                            name=function.name,
-                            args=function.arguments or "",
-                        )
+                    self._tools.add(
+                        piece.index,
+                        call_id=piece.id,
+                        name=function.name,
+                        args=function.arguments or "",
                     )
         if choice.finish_reason:
             self._finish_reason = choice.finish_reason

@@ -174,7 +174,8 @@ class StreamParser:
         if kind == "response.reasoning_summary_part.added" and payload.get("summary_index"):
             return [ReasoningDelta("\n\n")]
         if kind == "response.function_call_arguments.delta":
-            return [self._tools.add(payload.get("output_index"), args=payload.get("delta", ""))]
+            self._tools.add(payload.get("output_index"), args=payload.get("delta", ""))
+            return []
         if kind == "response.output_item.added":
             return self._item_added(payload)
         if kind == "response.output_item.done":
@@ -192,13 +193,13 @@ class StreamParser:
         item = payload.get("item") or {}
         if item.get("type") != "function_call":
             return []
-        delta = self._tools.add(
+        self._tools.add(
             payload.get("output_index"),
             call_id=item.get("call_id"),
             name=item.get("name"),
             args=item.get("arguments") or "",
         )
-        return [delta]
+        return []
 
     def _item_done(self, payload: dict[str, Any]) -> list[StreamEvent]:
         item = payload.get("item") or {}
