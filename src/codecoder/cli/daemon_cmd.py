@@ -1,24 +1,52 @@
 """`codecoder daemon [--detach]` and `codecoder acp`: the two ways to serve ACP
 (docs/acp.md). Both build their sessions with the same defaults (`-m`, `--script`,
-`--approval`); `acp` defaults to `ask`, since an editor is a person who can answer."""
+`--approval`); `acp` defaults to `ask`, since an editor is a person who can answer.
+
+An editor starts `codecoder acp` and waits for its answer to `initialize`, so a line that
+starts with either command is parsed here, by their parsers alone (`parse`), and what a
+session needs is imported at its first session (docs/benchmarks.md, "Daemon")."""
 
 from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
-import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
 
+from codecoder.approval import MODES
 from codecoder.cli.exitcodes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
-from codecoder.permissions.modes import MODES
+
+if TYPE_CHECKING:
+    from codecoder.app.options import AgentOptions
+    from codecoder.daemon.handler import Hub
 
 DETACH_WAIT = 15.0
 """Seconds `--detach` waits for the daemon's socket to answer."""
 
 
-def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+class _NotOurs(Exception):
+    pass
+
+
+class _QuietParser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise _NotOurs(message)
+
+
+def parse(argv: list[str]) -> argparse.Namespace | None:
+    """A command line that starts with `daemon` or `acp`, read by those two parsers alone
+    (the whole parser imports every command's module); None when it does not parse, and
+    the whole parser then says why, with its suggestions."""
+    parser = _QuietParser(prog="codecoder")
+    add_parsers(parser.add_subparsers(dest="command", metavar="COMMAND"))
+    try:
+        return parser.parse_args(argv)
+    except _NotOurs:
+        return None
+
+
+def add_parsers(subparsers: argparse._SubParsersAction[Any]) -> None:
     daemon = subparsers.add_parser(
         "daemon", help="serve sessions over a Unix socket; they outlive their clients"
     )
@@ -45,11 +73,14 @@ def _defaults(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--approval", choices=MODES, default="ask", help="mode of new sessions")
 
 
-def _hub(options: argparse.Namespace, answer_timeout: float = 300.0) -> object:
-    from codecoder.app.options import AgentOptions
+def _hub(options: argparse.Namespace, answer_timeout: float = 300.0) -> Hub:
     from codecoder.daemon.handler import Hub
 
-    defaults = AgentOptions(model=options.model, script=options.script, approval=options.approval)
+    def defaults() -> AgentOptions:  # made at the first session
+        from codecoder.app.options import AgentOptions
+
+        return AgentOptions(model=options.model, script=options.script, approval=options.approval)
+
     return Hub(defaults, answer_timeout=answer_timeout)
 
 
@@ -64,7 +95,7 @@ def run_daemon(options: argparse.Namespace) -> int:
     if not options.answer_timeout > 0:
         print("codecoder: --answer-timeout must be above 0", file=sys.stderr)
         return EXIT_USAGE
-    server = DaemonServer(_hub(options, options.answer_timeout), path)  # type: ignore[arg-type]
+    server = DaemonServer(_hub(options, options.answer_timeout), path)
     try:
         server.start()
     except DaemonError as exc:
@@ -79,6 +110,9 @@ def run_daemon(options: argparse.Namespace) -> int:
 def _detach(options: argparse.Namespace, path: Path) -> int:
     """Start the daemon as a process of its own session, log to a file, wait until its
     socket answers, and print the socket's path."""
+    import subprocess
+    import time
+
     from codecoder import paths
     from codecoder.daemon.client import running_daemon
 
@@ -113,4 +147,4 @@ def _detach(options: argparse.Namespace, path: Path) -> int:
 def run_acp(options: argparse.Namespace) -> int:
     from codecoder.daemon.stdio import serve_stdio
 
-    return serve_stdio(_hub(options))  # type: ignore[arg-type]
+    return serve_stdio(_hub(options))

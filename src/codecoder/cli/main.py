@@ -2,6 +2,8 @@
 
 Start-up time is measured (`codecoder --version` ≤ 50 ms): this module imports only `sys`;
 the parser (cli.commands) and each subcommand import what they need when they run.
+`codecoder acp` and `codecoder daemon` are read by their own parsers (cli.daemon_cmd),
+so that an editor's `initialize` is answered ≤ 100 ms after launch.
 Leaving is measured too: see `run`.
 """
 
@@ -26,9 +28,15 @@ def main(argv: list[str] | None = None) -> int:
         except BrokenPipeError:
             _silence_stdout()
         return EXIT_OK
-    from codecoder.cli.commands import parse
+    options = None
+    if args[:1] in (["acp"], ["daemon"]):
+        from codecoder.cli.daemon_cmd import parse as parse_quickly
 
-    options = parse(args)
+        options = parse_quickly(args)
+    if options is None:
+        from codecoder.cli.commands import parse
+
+        options = parse(args)
     try:
         return int(options.func(options))
     except BrokenPipeError:  # the reader left (`codecoder models | head`): not an error

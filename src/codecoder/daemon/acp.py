@@ -28,7 +28,6 @@ from codecoder.kernel.events import (
 from codecoder.kernel.messages import Message, Reasoning, Text, ToolCall, ToolResult
 from codecoder.permissions.modes import MODES, ApprovalMode
 
-PROTOCOL_VERSION = 1
 OUTPUT_TAIL = 8 * 1024
 """The live output of a command is sent as its last 8 KiB (ACP replaces a tool call's
 content with each update, so each one carries the tail so far)."""

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codecoder import paths
-from codecoder.daemon.acp import PERMISSION_OPTIONS, PROTOCOL_VERSION
-from codecoder.daemon.rpc import Connection, RpcError
+from codecoder.daemon.acp import PERMISSION_OPTIONS
+from codecoder.daemon.rpc import PROTOCOL_VERSION, Connection, RpcError
 from codecoder.kernel.events import (
     AgentEvent,
     AskUser,
@@ -112,6 +112,15 @@ class DaemonClient:
         if self.conn.request(method, params, on_answer) is None:
             raise DaemonUnavailable("the connection to the daemon is closed")
 
+    def call_queued(self, method: str, params: Any) -> None:
+        """Send a request whose answer comes out of `next_message` as ("__answer__",
+        (result, error)), after every message the daemon sent before it."""
+
+        def answered(result: Any, error: RpcError | None) -> None:
+            self._notifications.put(("__answer__", (result, error)))
+
+        self.call_async(method, params, answered)
+
     def initialize(self) -> dict[str, Any]:
         capabilities = {"_meta": {"codecoder": {"askUser": True}}}
         params = {"protocolVersion": PROTOCOL_VERSION, "clientCapabilities": capabilities}
@@ -176,7 +185,7 @@ class RemoteAgent:
 
     def send(self, text: str) -> None:
         params = {"sessionId": self.session_id, "prompt": [{"type": "text", "text": text}]}
-        self.client.call_async("session/prompt", params, self._prompt_answered)
+        self.client.call_queued("session/prompt", params)  # its Done after the turn's updates
 
     def cancel(self) -> None:
         self.client.conn.notify("session/cancel", {"sessionId": self.session_id})
@@ -213,6 +222,8 @@ class RemoteAgent:
                 return
             if method == "__request__":
                 self._question(*params)
+            elif method == "__answer__":
+                self._prompt_answered(*params)
             elif method == "session/update" and isinstance(params, dict):
                 for event in self._translate(params.get("update")):
                     self._events.put(event)

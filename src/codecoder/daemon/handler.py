@@ -4,6 +4,10 @@ and over stdio (`codecoder acp`), and the hub of live sessions they share.
 Requests are handled on the connection's reader thread and never wait for a turn: a
 `session/prompt` is queued on its session and answered when its turn is done, by the
 session's broadcaster. Extensions live under `_codecoder/` (docs/acp.md).
+
+Nothing of a session is imported before the first session/new or session/load (the
+agent's wiring, the kernel, msgspec, the protocol mapping): an editor that starts
+`codecoder acp` waits for the answer to `initialize` (docs/benchmarks.md, "Daemon").
 """
 
 from __future__ import annotations
@@ -12,42 +16,59 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
-
-import msgspec
+from typing import TYPE_CHECKING, Any
 
 from codecoder import __version__
-from codecoder.app.options import AgentOptions
-from codecoder.daemon import acp
+from codecoder.approval import MODES, ApprovalMode
 from codecoder.daemon.rpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
+    PROTOCOL_VERSION,
     RESOURCE_NOT_FOUND,
     SERVER_ERROR,
     Connection,
     RpcError,
 )
-from codecoder.daemon.session import LiveSession
-from codecoder.permissions.modes import MODES, ApprovalMode
+
+if TYPE_CHECKING:
+    from codecoder.app.options import AgentOptions
+    from codecoder.daemon.session import LiveSession
 
 
 class Hub:
     """The live sessions of one process, by id."""
 
-    def __init__(self, defaults: AgentOptions, *, answer_timeout: float = 300.0) -> None:
-        self.defaults = defaults
+    def __init__(
+        self,
+        defaults: AgentOptions | Callable[[], AgentOptions],
+        *,
+        answer_timeout: float = 300.0,
+    ) -> None:
+        self._defaults = defaults
         self.answer_timeout = answer_timeout
         self._lock = threading.Lock()
         self._sessions: dict[str, LiveSession] = {}
         self._closing = False
 
+    @property
+    def defaults(self) -> AgentOptions:
+        """The options of new sessions. Given as a function, they are made at the first
+        session: AgentOptions loads msgspec and the permission modes' module."""
+        if callable(self._defaults):
+            self._defaults = self._defaults()
+        return self._defaults
+
     def new(self, cwd: str, overrides: dict[str, Any] | None = None) -> LiveSession:
         """A new session in `cwd`; `overrides` replace the daemon's defaults for it
         (model, script, approval, max_rounds: `_meta.codecoder` of session/new)."""
+        import msgspec
+
         return self._start(msgspec.structs.replace(self.defaults, cwd=cwd, **(overrides or {})))
 
     def load(self, session_id: str, cwd: str | None) -> LiveSession:
+        import msgspec
+
         live = self.find(session_id)
         if live is not None:
             return live
@@ -78,6 +99,7 @@ class Hub:
 
     def _start(self, options: AgentOptions) -> LiveSession:
         from codecoder.app.wiring import WiringError, build_agent
+        from codecoder.daemon.session import LiveSession
 
         workspace = Path(options.cwd or ".").expanduser()
         if not workspace.is_absolute() or not workspace.is_dir():
@@ -194,7 +216,7 @@ class AcpHandler:
         ours = meta.get("codecoder") if isinstance(meta, dict) else None
         client.ask_user = isinstance(ours, dict) and ours.get("askUser") is True
         return {
-            "protocolVersion": acp.PROTOCOL_VERSION,  # the one we speak, whatever was asked
+            "protocolVersion": PROTOCOL_VERSION,  # the one we speak, whatever was asked
             "agentCapabilities": {
                 "loadSession": True,
                 "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
@@ -206,17 +228,17 @@ class AcpHandler:
     def new_session(self, conn: Connection, params: _Params) -> dict[str, Any]:
         live = self.hub.new(params.text("cwd"), _session_overrides(params.get("_meta")))
         self._attach(conn, live, replay=False)
-        return {"sessionId": live.id, "modes": acp.mode_state(live.mode)}
+        return {"sessionId": live.id, "modes": _modes(live)}
 
     def load_session(self, conn: Connection, params: _Params) -> dict[str, Any]:
         live = self.hub.load(params.text("sessionId"), params.optional_text("cwd"))
         self._attach(conn, live, replay=True)
-        return {"modes": acp.mode_state(live.mode)}
+        return {"modes": _modes(live)}
 
     def attach(self, conn: Connection, params: _Params) -> dict[str, Any]:
         live = self.hub.get(params.get("sessionId"))
         self._attach(conn, live, replay=True)
-        return {"sessionId": live.id, "modes": acp.mode_state(live.mode)}
+        return {"sessionId": live.id, "modes": _modes(live)}
 
     def detach(self, conn: Connection, params: _Params) -> dict[str, Any]:
         live = self.hub.get(params.get("sessionId"))
@@ -228,6 +250,8 @@ class AcpHandler:
         live = self.hub.get(params.get("sessionId"))
         if not live.attached(conn):
             raise RpcError(SERVER_ERROR, "attach to the session first (session/load)")
+        from codecoder.daemon import acp  # loaded with the session already
+
         try:
             text = acp.prompt_text(params.get("prompt"), live.workspace)
         except ValueError as exc:
@@ -308,6 +332,12 @@ def _session_overrides(meta: Any) -> dict[str, Any]:
             raise RpcError(INVALID_PARAMS, "`_meta.codecoder.maxRounds` must be a positive integer")
         found["max_rounds"] = rounds
     return found
+
+
+def _modes(live: LiveSession) -> dict[str, Any]:
+    from codecoder.daemon import acp  # loaded with the session already
+
+    return acp.mode_state(live.mode)
 
 
 def _mode(text: str) -> ApprovalMode:

@@ -9,20 +9,28 @@ reattach. The same class serves a Unix socket and a pair of pipes (`codecoder ac
 
 Frames are capped (MAX_FRAME): a longer line gets a JSON-RPC error and is skipped, and
 the connection stays usable, as it does after malformed JSON or an unknown method.
+
+The standard library's json encodes and decodes here, not msgspec: `codecoder acp` must
+answer `initialize` before anything of a session is loaded, and msgspec alone costs
+50 ms of start-up (docs/benchmarks.md, "Daemon"). The traffic, a session's updates, is
+encoded once per update by the session with msgspec (session.py), into the same bytes.
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
-import socket
+import json
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import msgspec
+if TYPE_CHECKING:
+    import socket
 
+PROTOCOL_VERSION = 1
+"""The ACP version spoken (answered by `initialize`, which imports nothing of a session)."""
 MAX_FRAME = 8 * 1024 * 1024
 """The longest line a peer may send (8 MiB)."""
 MAX_OUTBOUND = 64 * 1024 * 1024
@@ -40,8 +48,7 @@ SERVER_ERROR = INTERNAL_ERROR
 Not -32000: ACP gives that code to "authentication required", which editors answer by
 asking the user to log in."""
 
-_encoder = msgspec.json.Encoder()
-_decoder = msgspec.json.Decoder()
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 class RpcError(Exception):
@@ -56,7 +63,7 @@ class RpcError(Exception):
 
 def encode(message: dict[str, Any]) -> bytes:
     """One frame: the message as JSON and its newline."""
-    return _encoder.encode(message) + b"\n"
+    return _encode(message).encode() + b"\n"
 
 
 def notification(method: str, params: Any) -> bytes:
@@ -118,6 +125,8 @@ class Connection:
 
     @classmethod
     def over_socket(cls, sock: socket.socket, handler: Handler, **kwargs: Any) -> Connection:
+        import socket
+
         reader: Any = sock.makefile("rb", buffering=65536)
 
         def close() -> None:
@@ -128,7 +137,9 @@ class Connection:
         return cls(reader, sock.sendall, handler, close_transport=close, **kwargs)
 
     def start(self) -> None:
-        for thread in self._threads:
+        """The writer first: a reader that meets the end of its input at once closes the
+        connection, which waits for the writer."""
+        for thread in reversed(self._threads):
             thread.start()
 
     # --- sending ---------------------------------------------------------------------
@@ -227,8 +238,8 @@ class Connection:
 
     def _dispatch(self, line: bytes) -> None:
         try:
-            message = _decoder.decode(line)
-        except msgspec.DecodeError as exc:
+            message = json.loads(line)
+        except (ValueError, RecursionError) as exc:  # not JSON, not UTF-8, nested too deep
             self.error(None, PARSE_ERROR, f"not JSON: {exc}")
             return
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
@@ -274,8 +285,9 @@ class Connection:
             self._ready.notify()
             waiting = list(self._waiting.values())
             self._waiting.clear()
-        if threading.current_thread() is not self._threads[1]:
-            self._threads[1].join(timeout=2.0)
+        writer = self._threads[1]
+        if writer.ident is not None and writer is not threading.current_thread():
+            writer.join(timeout=2.0)
         self._closed.set()
         self._close_transport()
         gone = RpcError(SERVER_ERROR, "the connection closed")

@@ -11,12 +11,10 @@ never-ask   the default of headless `exec`: what would ask is denied, with a rea
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Literal, TypeVar, get_args
+from typing import TypeVar
 
+from codecoder.approval import MODES, ApprovalMode
 from codecoder.kernel.ports import Tool
-
-ApprovalMode = Literal["ask", "auto-edit", "full-auto", "read-only", "never-ask"]
-MODES: tuple[ApprovalMode, ...] = get_args(ApprovalMode)
 
 T = TypeVar("T", bound=Tool)
 
