@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
@@ -53,7 +54,13 @@ MAX_TURN_BUFFER = 32 * 1024 * 1024
 """Frames of the running turn kept for clients that attach mid-turn (32 MiB); past it a
 late client gets the stored messages only and picks up the stream from there."""
 MAX_COALESCED = 64 * 1024
-"""Tokens already waiting are joined into one chunk of at most this many characters."""
+"""Tokens are joined into one chunk of at most this many characters."""
+COALESCE_WINDOW = 0.01
+"""A token waits at most this long (10 ms) for the ones behind it. A model that streams
+one token at a time then makes at most ~100 frames a second per session, instead of one
+per token for each client: 50 clients of a 5,000 tokens/s stream cost the process 23 s
+of CPU, mostly writer threads, and slowed the agent's turn from 6 to 28 s by holding the
+GIL (docs/benchmarks.md, "Daemon")."""
 
 Question = ConfirmRequest | AskUser
 
@@ -195,12 +202,14 @@ class LiveSession:
         self._on_end(self)
 
     def _coalesce(self, first: NewToken) -> tuple[NewToken, AgentEvent | None]:
-        """Join the tokens already queued behind `first`; the first other event is kept."""
+        """Join the tokens that arrive behind `first` within COALESCE_WINDOW; the first
+        other event ends the chunk at once and is kept."""
         parts = [first.text]
         size = len(first.text)
+        deadline = time.monotonic() + COALESCE_WINDOW
         while size < MAX_COALESCED:
             try:
-                event = self.handle.next_event(0)
+                event = self.handle.next_event(max(0.0, deadline - time.monotonic()))
             except TimeoutError:
                 break
             if not isinstance(event, NewToken):
