@@ -11,13 +11,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from codecoder.approval import MODES
 from codecoder.cli.exitcodes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from codecoder.app.options import AgentOptions
     from codecoder.daemon.handler import Hub
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from codecoder import __version__
@@ -98,6 +97,8 @@ class Hub:
             return list(self._sessions.values())
 
     def _start(self, options: AgentOptions) -> LiveSession:
+        from pathlib import Path
+
         from codecoder.app.wiring import WiringError, build_agent
         from codecoder.daemon.session import LiveSession
 
