@@ -90,6 +90,13 @@ CARRIED_RM = [
     "watch -d rm -f victim",
     "awk 'BEGIN{system(\"rm -f victim\")}'",
     "echo victim | xargs -I{} sh -c 'rm -f {}'",
+    # the second review
+    "git -c alias.x='!rm -f victim' x",
+    "git -c core.fsmonitor='rm -f victim' status",
+    "tar --checkpoint=1 --checkpoint-action=exec='rm -f victim' -cf /dev/null README",
+    "sed -n '1s/.*/rm -f victim/ep' README",
+    "ssh -o ProxyCommand='rm -f victim' x",
+    "{rm,-f,victim}",
 ]
 
 
@@ -211,6 +218,10 @@ ALLOW_CASES = {
             "git push --receive='touch x;:' . HEAD:refs/heads/zz",
             "git rebase --exe='touch x' --root",
             "git -c interactive.diffFilter='touch x' add -p",
+            "git clone -q -c diff.external='touch x' . sub",
+            "git config --file /tmp/out x.y z",
+            "git archive -o /tmp/out HEAD",
+            "git bundle create /tmp/out HEAD",
         ],
         ["git status", "git log -p", "git -c color.ui=always log", "git config user.name x"],
     ),
@@ -325,3 +336,42 @@ def test_a_deny_rule_for_a_git_subcommand_sees_past_global_options(tmp_path: Pat
     policy = RulePolicy.load(tmp_path, "ask")
     for line in ("git -C . push origin main", "git --no-pager push", "git -c x.y=1 push"):
         assert policy.decide(*run(line)).verdict == "deny", line
+
+
+def test_a_git_alias_is_seen_for_what_it_runs(tmp_path: Path) -> None:
+    write_user_rules({"allow": ["run_command(git:*)"], "deny": ["run_command(git push:*)"]})
+    policy = RulePolicy.load(tmp_path, "ask")
+    assert policy.decide(*run("git -c alias.p=push p origin main")).verdict == "deny"
+
+
+FULL_AUTO_WRITES = [
+    "tar -cf p.tar --transform='s,^,.git/hooks/,' pre-commit && tar -xf p.tar",
+    "cp -t/tmp/elsewhere README",
+    "cp README -t/tmp/elsewhere",
+    "tar -cf/tmp/out.tar README",
+    "install -D -t/tmp/elsewhere/.config README",
+    "set -o history; history -r notes.txt; HISTFILE=/tmp/out history -w",
+    "GIT_COMMON_DIR=cfg GIT_OBJECT_DIRECTORY=.git/objects git diff",
+]
+
+
+@pytest.mark.parametrize("line", FULL_AUTO_WRITES)
+def test_full_auto_sees_writes_through_option_values(tmp_path: Path, line: str) -> None:
+    assert RulePolicy(tmp_path, "full-auto").decide(*run(line)).verdict == "ask"
+
+
+@pytest.mark.parametrize(
+    ("rule", "line"),
+    [
+        ("run_command(sed -n:*)", "sed -n 'e touch x' f"),
+        ("run_command(sed -n:*)", "sed -n 'w /tmp/out' f"),
+        ("run_command(git clone:*)", "git clone -q -c diff.external='touch x' . sub"),
+        ("run_command(bash -c:*)", "bash -c 'touch x'"),
+        ("run_command(tar -x:*)", "tar -x --to-command='touch x' -f a.tar"),
+    ],
+)
+def test_a_prefix_rule_of_options_does_not_cover_the_code_after_them(
+    tmp_path: Path, rule: str, line: str
+) -> None:
+    write_user_rules({"allow": [rule]})
+    assert RulePolicy.load(tmp_path, "ask").decide(*run(line)).verdict == "ask"

@@ -78,6 +78,11 @@ EVALUATED = {
     "a function imported from the environment": (
         "env 'BASH_FUNC_x%%=() { touch MARKER; }' bash -c x"
     ),
+    # the second review
+    "a redirection's variable name": "echo hi {a['$(touch MARKER)0']}>/dev/null",
+    "a here-document line that starts with blanks": (f"x='b[{CODE}]'; cat <<EOF\n  ${{a[x]}}\nEOF"),
+    "a quoted array given to declare": "declare -a 'a=($(touch MARKER))'",
+    "a quoted associative array": "typeset -A 'h=([k]=$(touch MARKER))'",
 }
 
 

@@ -111,3 +111,13 @@ def test_a_planted_repository_made_earlier_is_not_entered(world: World) -> None:
     finished = next(e for e in events if isinstance(e, ToolFinished))
     assert finished.error is not None and finished.error.kind == "denied"
     assert not (world.ws / "pwned").exists()
+
+
+def test_husky_hooks_are_protected(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "config", "core.hooksPath", ".husky/_"], check=True)
+    policy = RulePolicy(tmp_path, "full-auto")
+    assert (
+        policy.decide(*call("write_file", path=".husky/pre-commit", content="x")).verdict == "ask"
+    )
+    assert policy.decide(*run("cp payload .husky/_/pre-commit")).verdict == "ask"

@@ -4,6 +4,7 @@ in every mode, with no rule; anything that could run or write more does not."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from codecoder.kernel.events import ConfirmRequest, ToolFinished
 from codecoder.permissions import RulePolicy
 from codecoder.permissions.modes import MODES, ApprovalMode
 
-from .helpers import World, drive, run, write_user_rules
+from .helpers import World, call, drive, run, write_user_rules
 
 PLAIN_READS = [
     "ls",
@@ -41,11 +42,10 @@ PLAIN_READS = [
     "[ -f README.md ] && echo yes",
     "cd src && cat a.py",
     "cd src && grep -n hello a.py",
-    "xxd -l 32 README.md",
     "uniq -f 1 README.md",
     "git -C src log",
-    "git config user.name",
-    "git config --get user.email",
+    "git reflog -5",
+    "git tag -l 'v*'",
 ]
 
 
@@ -143,6 +143,31 @@ NOT_PLAIN = [
     "find -- ~/.ssh",
     "jq -n --from-file ~/.ssh/id_rsa",
     "jq -n 'import \"/etc/passwd\" as $c; $c'",
+    # the second review
+    "cd src | cat ../outside.txt",
+    "cd src & cat ../outside.txt",
+    "(cd src) && cat ../outside.txt",
+    "echo $(cd src) && cat ../outside.txt",
+    "f() { cd src; }; cat ../outside.txt",
+    "case x in y) cd src;; esac; cat ../outside.txt",
+    "cd src; cat ../outside.txt",
+    "xxd -ps ../outside.txt",
+    "xxd -l 32 README.md",
+    "printf '../outside.txt\\0' | sort --files0-from=-",
+    "wc --files0-from=-",
+    "file -f -",
+    "jq --run-tests ../outside.txt",
+    "date 010100002020",
+    "tree -R -H . -L 1",
+    "tree -l",
+    "git config --global --list",
+    "git config --get-regexp token",
+    "git config user.name",
+    "grep -R KEY .",
+    "rg -L KEY",
+    "rg --files ..",
+    "cat src/[[:alpha:]].py",
+    "ls -LR",
 ]
 
 
@@ -197,3 +222,21 @@ def test_never_ask_runs_ls_through_the_kernel(world: World) -> None:
     (finished,) = [e for e in events if isinstance(e, ToolFinished)]
     assert finished.status == "success"
     assert finished.result is not None and "README.md" in finished.result.text
+
+
+def test_a_read_of_a_folder_asks_when_a_deny_rule_protects_a_file_in_it(workspace: Path) -> None:
+    (workspace / ".env").write_text("API_TOKEN=x\n")
+    write_user_rules({"deny": ["read(.env)"]})
+    policy = RulePolicy.load(workspace, "full-auto")
+    for line in ("grep -r API_TOKEN .", "rg --hidden API_TOKEN", "ls"):
+        assert policy.decide(*run(line)).verdict == "ask", line
+    grep_tool = policy.decide(*call("grep", pattern="API_TOKEN", path="."))
+    assert grep_tool.verdict == "ask" and "read(.env)" in grep_tool.reason
+    assert policy.decide(*run("grep -r API_TOKEN src")).verdict == "allow"
+
+
+def test_a_deep_glob_outside_is_decided_at_once(workspace: Path) -> None:
+    started = time.monotonic()
+    decision = RulePolicy(workspace, "ask").decide(*run("cat /sys/*/*/*/*/*/*/*/nomatch"))
+    assert decision.verdict == "ask"
+    assert time.monotonic() - started < 2.0

@@ -237,7 +237,7 @@ def _read_parts(
         return None
     parts: list[Part] = []
     for word in found.paths:
-        paths = readable_paths(word, base or cwd, dotfiles=dotfiles)
+        paths = readable_paths(word, base or cwd, scope.roots, dotfiles=dotfiles)
         if paths is None or (base is None and not all(p.startswith("/") for p in paths)):
             return None
         where = base or cwd
@@ -264,11 +264,13 @@ def _first_cd(
     parsed: ShellParse, movers: list[SimpleCommand], cwd: Path, scope: Scope
 ) -> Path | None:
     """Where the rest of the line runs when it begins with its only change of folder, a
-    plain `cd DIR` into an existing folder of the workspace (`cd src && cat a.py`); None
-    when that cannot be told (another `cd` later, CDPATH, a folder that is not there, so
-    that the `cd` could fail and the line go on where it was)."""
+    plain `cd DIR &&` into an existing folder of the workspace (`cd src && cat a.py`);
+    None when that cannot be told (another `cd`, CDPATH, a `cd` in a pipeline or a
+    subshell, a `;` after which the line goes on even if the `cd` failed)."""
     if len(movers) != 1 or not parsed.commands or parsed.commands[0] is not movers[0]:
         return None
+    if not _LEADING_CD.match(parsed.source):
+        return None  # `cd x | …`, `(cd x) && …`, `cd x; …`: not where the rest runs
     target = _cd_operand(movers[0])
     if target is None or parsed.uses_cdpath or os.environ.get("CDPATH"):
         return None
@@ -276,11 +278,16 @@ def _first_cd(
     return folder if folder.is_dir() and is_inside(folder, scope.roots) else None
 
 
+_LEADING_CD = re.compile(r"\s*cd\s+[^\s;&|()<>`$]+\s*&&")
 MAX_GLOB_MATCHES = 1000
+MAX_GLOB_DEPTH = 3
+"""Wildcard folders a glob may have for its matches to be looked at (deeper ones ask)."""
 """A read-only command whose glob matches more files than this is asked about."""
 
 
-def readable_paths(word: Word, cwd: Path, *, dotfiles: bool) -> list[str] | None:
+def readable_paths(
+    word: Word, cwd: Path, roots: Sequence[Path], *, dotfiles: bool
+) -> list[str] | None:
     """The paths a read-only command's word names, as places to check: the word itself
     (`~` expanded), or for a glob what it matches now and the folder it starts from (a
     read-only line creates no file, so the matches are those it will read; a link among
@@ -290,13 +297,16 @@ def readable_paths(word: Word, cwd: Path, *, dotfiles: bool) -> list[str] | None
     if raw is not None:
         return [raw]
     pattern = glob_pattern(word.text)
-    if pattern is None or not GLOB.search(pattern):
-        return None
+    if pattern is None or not GLOB.search(pattern) or "[" in pattern:
+        return None  # bash's classes (`[[:alpha:]]`, `[^x]`) are not Python's
     pieces = pattern.split("/")
     first = next(i for i, piece in enumerate(pieces) if GLOB.search(piece))
-    if dotfiles or any(piece.startswith(".") for piece in pieces[first:]):
+    wild = [piece for piece in pieces[first:] if GLOB.search(piece)]
+    if dotfiles or len(wild) > MAX_GLOB_DEPTH or any(p.startswith(".") for p in pieces[first:]):
         return None
     root = "/".join(pieces[:first]) or ("/" if pattern.startswith("/") else ".")
+    if not is_inside(Path(os.path.realpath(cwd / root)), roots):
+        return [root]  # outside: that read asks; what it would match is not looked at
     matches = list(itertools.islice(glob.iglob(pattern, root_dir=cwd), MAX_GLOB_MATCHES + 1))
     return None if len(matches) > MAX_GLOB_MATCHES else [root, *matches]
 

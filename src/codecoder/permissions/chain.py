@@ -21,6 +21,7 @@ never-ask turns a final ask into a deny the model can read.
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -46,6 +47,7 @@ from codecoder.permissions.modes import NEEDS_A_PERSON, ApprovalMode
 from codecoder.permissions.paths import is_inside
 from codecoder.permissions.rules import (
     COMMAND_TOOL,
+    PathPattern,
     Rule,
     RuleSet,
     command_rule,
@@ -55,6 +57,7 @@ from codecoder.permissions.rules import (
 from codecoder.permissions.trust import is_trusted
 
 _STRICTNESS = {"allow": 0, "ask": 1, "deny": 2}
+_WILDCARD = re.compile(r"[*?\[]")
 _NOBODY_TO_ASK = (
     "nobody can answer in this run (--approval never-ask): decide on your own and say "
     "in your reply what you assumed"
@@ -170,6 +173,9 @@ class RulePolicy:
                 return Decision("deny", f"denied by rule {rule.describe()}")
         if granted:
             return Decision("allow", "allowed for this session")
+        below = self._denied_below(part)
+        if below is not None:
+            return Decision("ask", f"{_describe(part)}: it reads what rule {below} denies")
         if isinstance(part, Hazard):
             return Decision("ask", f"{part.tool}: cannot check it: {part.reason}")
         if isinstance(part, CommandPart) and part.command.guessed:
@@ -183,6 +189,17 @@ class RulePolicy:
             if decided is not None:
                 return decided
         return self._default(part, mode)
+
+    def _denied_below(self, part: Part) -> str | None:
+        """A read of a whole folder (`grep -r x .`, the grep tool on `src`) reads the
+        files in it: when a `read(…)` deny rule may name one of them, the read asks."""
+        if not isinstance(part, FilePart) or part.writes or not part.target.real.is_dir():
+            return None
+        for level in self._levels():
+            for rule in level.deny:
+                if rule.names(part.tool, (part.family,)) and _may_name_below(rule, part):
+                    return rule.describe()
+        return None
 
     def _levels(self) -> tuple[RuleSet, ...]:
         return (self._project, self._user) if self.trusted else (self._user,)
@@ -317,6 +334,23 @@ def _only_reads(part: Part) -> bool:
     if isinstance(part, CommandPart):
         return part.read_only
     return isinstance(part, FilePart) and not part.writes
+
+
+def _may_name_below(rule: Rule, part: FilePart) -> bool:
+    """Whether a path rule could match something below the folder `part` reads."""
+    pattern = rule.pattern
+    if not isinstance(pattern, PathPattern):
+        return pattern is None
+    if pattern.anchor == "absolute":
+        folder = str(part.target.real).rstrip("/") + "/"
+    elif part.target.relative is None:
+        return False
+    else:
+        relative = part.target.relative
+        folder = "" if relative in ("", ".") else relative + "/"
+    found = _WILDCARD.search(pattern.glob)
+    literal = pattern.glob if found is None else pattern.glob[: found.start()]
+    return literal.startswith(folder) or folder.startswith(literal)
 
 
 def _strictest(decisions: list[Decision]) -> Decision:

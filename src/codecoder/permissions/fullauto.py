@@ -16,7 +16,13 @@ import fnmatch
 import re
 
 from codecoder.permissions.calls import GLOB, CommandPart, Scope, expand_tilde, glob_pattern
-from codecoder.permissions.paths import PROTECTED_DIRS, is_inside, real_path
+from codecoder.permissions.paths import (
+    PROTECTED_DIRS,
+    is_inside,
+    place,
+    protected_reason,
+    real_path,
+)
 from codecoder.permissions.words import Word
 from codecoder.permissions.wrappers import unwrap
 
@@ -31,6 +37,8 @@ _DECLARATIONS = frozenset({"export", "declare", "typeset", "local", "readonly"})
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
 _CD_OPTION = re.compile(r"-[LPe@n]+")
 _STACK_ENTRY = re.compile(r"[+-]\d+")
+_PROTECTED_INSIDE = re.compile(r"(?i)(^|[^\w.-])\.(git|codecoder)(/|$)")
+"""A protected folder named inside a longer word (an option's value, an expression)."""
 _NUMERIC = re.compile(r"\$(?:[$!?#]|\{[$!?#]\}|\{#[A-Za-z_][A-Za-z0-9_]*\})")
 """`$$`, `$!`, `$?`, `$#`, `${#VAR}`: always a number, which names no place."""
 _BRACKETS = re.compile(r"\[.*\]")
@@ -96,17 +104,41 @@ def _argument_concern(word: Word, part: CommandPart, scope: Scope) -> str | None
                 return f"`{word.text}` may match a place outside the workspace or a protected one"
             return None
         raw, shown = pattern, word.text
-    candidate = _option_value(raw)
-    if _names_outside(candidate, part, scope):
-        return f"`{shown or candidate}` may be outside the workspace"
-    if _in_config(candidate, part, scope):
-        return f"`{shown or candidate}` may be in CodeCoder's own configuration"
+    for candidate in _places(raw):
+        if _names_outside(candidate, part, scope):
+            return f"`{shown or candidate}` may be outside the workspace"
+        if _in_config(candidate, part, scope):
+            return f"`{shown or candidate}` may be in CodeCoder's own configuration"
+        protected = _protected(candidate, part, scope)
+        if protected is not None:
+            return f"`{shown or candidate}`: {protected}"
     return None
 
 
 def _option_value(text: str) -> str:
     """`--out=PATH` names PATH."""
     return text.split("=", 1)[1] if text.startswith("-") and "=" in text else text
+
+
+def _places(text: str) -> list[str]:
+    """The places a word may name: itself, an option's `=VALUE`, and a value glued to a
+    short option (`-t/elsewhere`, `-cf/tmp/x.tar`)."""
+    found = [_option_value(text)]
+    if text.startswith("-") and not text.startswith("--") and len(text) > 2:
+        found += [text[index:] for index in range(2, len(text)) if text[index] in "/~."]
+    return found
+
+
+def _protected(text: str, part: CommandPart, scope: Scope) -> str | None:
+    """Why a write to what `text` names would ask (a folder shaped like a git directory,
+    the hooks folder), as the file tools judge it."""
+    if not text or "://" in text or text in _NULL_SINKS:
+        return None
+    try:
+        target = place(text, part.cwd, scope.workspace, scope.roots, tool=False)
+    except (ValueError, RuntimeError):
+        return None
+    return protected_reason(target, scope.roots)
 
 
 def _is_process_substitution(text: str) -> bool:
@@ -144,6 +176,8 @@ def _names_outside(text: str, part: CommandPart, scope: Scope) -> bool:
         return False
     pieces = text.split("/")
     if any(piece.casefold() in PROTECTED_DIRS for piece in pieces):
+        return True
+    if _PROTECTED_INSIDE.search(text):  # `--transform=s,^,.git/hooks/,`
         return True
     if not (text.startswith("/") or ".." in pieces):
         return False

@@ -141,7 +141,9 @@ def _hooks_folders(workspace: Path) -> tuple[Path, ...]:
         check=False,
     ).stdout.strip()
     base = Path(top) if top else workspace
-    return (Path(os.path.realpath(base / os.path.expanduser(value))),)
+    hooks = Path(os.path.realpath(base / os.path.expanduser(value)))
+    # husky (9) points git at `.husky/_`, whose scripts run the ones in `.husky/`
+    return (hooks.parent,) if hooks.name == "_" else (hooks,)
 
 
 def _protected_component(path: Path, roots: Sequence[Path]) -> str | None:

@@ -172,11 +172,27 @@ def carried(argv: tuple[Word, ...]) -> Carried:
         return NOTHING
     script = _shell_script(name, argv[1:])
     if script is not None:
-        return Carried(start=1, scripts=(script,))
-    if name in WRAPPERS:
+        found = Carried(start=1, scripts=(script,))
+    elif name in WRAPPERS:
         return _wrapped(name, argv)
-    analyse = _CARRIERS.get(name)
-    return analyse(argv) if analyse is not None else NOTHING
+    else:
+        analyse = _CARRIERS.get(name)
+        found = analyse(argv) if analyse is not None else NOTHING
+    if found.start == 1:
+        found = found._replace(start=_carry_start(argv, found))
+    return found
+
+
+def _carry_start(argv: tuple[Word, ...], found: Carried) -> int:
+    """The first word that holds what is carried (`sed -n -e 'e rm x'`: 3), so that a
+    prefix rule spelling out only the program and its options (`sed -n:*`) covers the
+    program, not the code or the file in a later word."""
+    texts = [s.text for s in found.scripts if s.text] + [w.text for w in found.writes]
+    texts += [w.text for w in found.reads] + [c[0].text for c in found.commands if c]
+    for index, word in enumerate(argv[1:], start=1):
+        if any(text and text in word.text for text in texts):
+            return index
+    return 1
 
 
 def _wrapped(name: str, argv: tuple[Word, ...]) -> Carried:
@@ -425,6 +441,7 @@ def _sed_option(text: str, args: tuple[Word, ...], index: int) -> tuple[str, Wor
 _AWKS = ("awk", "gawk", "mawk", "nawk", "busybox-awk")
 _AWK_RUNS = re.compile(r"\bsystem\s*\(|(?<!\|)\|(?!\|)|@load|@include")
 _AWK_WRITES = re.compile(r"\bprintf?\b[^{}\n]*>")
+_AWK_READS = re.compile(r"\bgetline\b[^;{}\n]*<")
 _AWK_VALUES = frozenset({"-F", "-v", "-f", "-i", "-l", "-E", "--file", "--include", "--load"})
 
 
@@ -445,6 +462,8 @@ def _awk(argv: tuple[Word, ...]) -> Carried:
         return Carried(start=1, problems=("its awk program runs commands",))
     if _AWK_WRITES.search(program.text):
         return Carried(start=1, problems=("its awk program writes files",))
+    if _AWK_READS.search(program.text):
+        return Carried(start=1, problems=("its awk program reads files it names",))
     return NOTHING
 
 
@@ -495,10 +514,11 @@ def git_parts(argv: Sequence[Word]) -> tuple[list[Word], Word | None, list[Word]
 
 def _git(argv: tuple[Word, ...]) -> Carried:
     options, sub, args = git_parts(argv)
-    problems = [_git_global_problem(options)]
+    problems: list[str] = []
     writes: list[Word] = []
     scripts: list[Script] = []
     commands: list[tuple[Word, ...]] = []
+    _git_settings(options, problems, scripts, commands)
     name = sub.text if sub is not None and not sub.expands else ""
     if name == "config":
         problems.append(_git_config_problem(args))
@@ -506,16 +526,16 @@ def _git(argv: tuple[Word, ...]) -> Carried:
         text = word.text
         option, _, attached = text.partition("=")
         value = Word(attached) if attached else (args[index + 1] if index + 1 < len(args) else None)
-        if (long_option(text, "--output") and value is not None) or (
-            name == "format-patch"
-            and (option == "-o" or long_option(text, "--output-directory"))
-            and value
-        ):
+        if value is not None and _git_writes(name, text):
             writes.append(value)
         elif _gives(text, _GIT_SCRIPT_OPTIONS.get(name, ())) and value is not None:
             scripts.append(_code(value))
         elif _gives(text, _GIT_PROBLEM_OPTIONS) or _git_runs(name, text):
             problems.append(f"`git {name} {option}` runs a program the check cannot follow")
+        elif name == "clone" and option == "-c" and value is not None:
+            _git_settings([Word("-c"), value], problems, scripts, commands)
+    if name == "bundle" and len(args) > 1 and args[0].text == "create":
+        writes.append(args[1])
     if name == "bisect" and args and args[0].text == "run" and len(args) > 1:
         commands.append(tuple(args[1:]))
     if name == "submodule" and args and args[0].text == "foreach" and len(args) > 1:
@@ -534,6 +554,67 @@ def _git(argv: tuple[Word, ...]) -> Carried:
     )
 
 
+def _git_writes(subcommand: str, text: str) -> bool:
+    """Options whose value is a file git writes: `--output` (log, diff, show, archive),
+    format-patch's folder, `config --file`, `archive -o`."""
+    if long_option(text, "--output"):
+        return True
+    name = text.split("=", 1)[0]
+    if subcommand == "format-patch":
+        return name == "-o" or long_option(text, "--output-directory")
+    if subcommand == "archive":
+        return name == "-o"
+    if subcommand == "config":
+        return name == "-f" or long_option(text, "--file")
+    return False
+
+
+_GIT_SCRIPT_KEYS = re.compile(
+    r"(^|\.)(pager|editor|fsmonitor|sshcommand|external|textconv|askpass|command|cmd"
+    r"|clean|smudge|process|driver|difffilter)$|^pager\.",
+    re.IGNORECASE,
+)
+"""Config keys whose value is a command line git runs through the shell."""
+
+
+def _git_settings(
+    options: Sequence[Word],
+    problems: list[str],
+    scripts: list[Script],
+    commands: list[tuple[Word, ...]],
+) -> None:
+    """git's global options: `-c KEY=VALUE` whose value is a command is carried shell
+    code (checked as the commands it holds), an alias a carried git command or shell
+    code (`!cmd`); another key that runs or loads something, `--exec-path`, `--git-dir`
+    and the like are problems."""
+    for index, word in enumerate(options):
+        text = word.text
+        option, _, attached = text.partition("=")
+        following = options[index + 1].text if index + 1 < len(options) else ""
+        value = attached or following
+        if word.expands:
+            problems.append("a git option is only known at run time")
+        elif option == "-c" or long_option(text, "--config-env"):
+            key, _, setting = value.partition("=")
+            if key.lower().startswith("alias."):
+                if setting.startswith("!"):
+                    scripts.append(Script(setting[1:]))
+                else:
+                    commands.append((Word("git"), *(Word(w) for w in setting.split())))
+            elif _GIT_SCRIPT_KEYS.search(key) and option == "-c":
+                scripts.append(Script(setting))
+            elif _GIT_PROGRAM_KEYS.search(key):
+                problems.append(f"`git -c {key}=…` sets a program or a file git uses")
+        elif long_option(text, "--exec-path") and value:
+            problems.append("`git --exec-path` runs git commands from another folder")
+        elif long_option(text, "--git-dir") and value.rstrip("/") != ".git":
+            problems.append(
+                "`git --git-dir` may take config and hooks from a folder the agent wrote"
+            )
+        elif long_option(text, "--work-tree") or long_option(text, "--namespace"):
+            problems.append("`git --work-tree` runs git on another work tree")
+
+
 def _gives(text: str, options: Sequence[str]) -> bool:
     """Whether the word gives one of `options` (long ones also abbreviated)."""
     name = text.split("=", 1)[0]
@@ -548,28 +629,6 @@ def _git_runs(subcommand: str, text: str) -> bool:
     if subcommand == "grep" and text.startswith("-O"):
         return True
     return subcommand in _GIT_FETCHERS and text.startswith("-u") and not text.startswith("--")
-
-
-def _git_global_problem(options: list[Word]) -> str:
-    for index, word in enumerate(options):
-        text = word.text
-        option, _, attached = text.partition("=")
-        value = (
-            attached if attached else (options[index + 1].text if index + 1 < len(options) else "")
-        )
-        if word.expands:
-            return "a git option is only known at run time"
-        if option == "-c" or long_option(text, "--config-env"):
-            key = value.split("=", 1)[0]
-            if _GIT_PROGRAM_KEYS.search(key):
-                return f"`git -c {key}=…` sets a program git runs"
-        if long_option(text, "--exec-path") and value:
-            return "`git --exec-path` runs git commands from another folder"
-        if long_option(text, "--git-dir") and value.rstrip("/") != ".git":
-            return "`git --git-dir` may take config and hooks from a folder the agent wrote"
-        if long_option(text, "--work-tree") or long_option(text, "--namespace"):
-            return "`git --work-tree` runs git on another work tree"
-    return ""
 
 
 def _git_config_problem(args: list[Word]) -> str:
@@ -818,7 +877,7 @@ _CARRIERS: dict[str, Callable[[tuple[Word, ...]], Carried]] = {
     "expect": _always("expect runs commands the check cannot follow"),
     "mapfile": _always("`mapfile -C` runs a callback", "-C"),
     "fc": _always("`fc` runs commands from the history or through an editor"),
-    "history": _always("`history` changes what `fc` and `!` run", "-s"),
+    "history": _always("`history` reads, writes or changes the history the shell runs from"),
     "compgen": _always("`compgen` expands words and runs functions the check cannot follow"),
     "complete": _always("`complete` sets commands that run later"),
     "readarray": _always("`readarray -C` runs a callback", "-C"),
@@ -843,9 +902,16 @@ CONFIG_VARIABLES = frozenset(
     {"GIT_DIR", "GIT_CONFIG", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_COUNT"}
     | {"GIT_CONFIG_PARAMETERS", "GIT_EXEC_PATH", "GIT_TEMPLATE_DIR", "GIT_WORK_TREE"}
     | {"LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH", "HOME", "XDG_CONFIG_HOME"}
-    | {"BASH_ALIASES", "BASH_CMDS", "BASH_LOADABLES_PATH", "EXECIGNORE"}
+    | {"BASH_ALIASES", "BASH_CMDS", "BASH_LOADABLES_PATH", "EXECIGNORE", "HISTFILE"}
 )
 """They make a program take code or configuration from a file the line names (git reads
 `$HOME/.gitconfig`), or change what a name runs (`BASH_ALIASES[x]=…`, `BASH_CMDS`)."""
-CONFIG_PREFIXES = ("GIT_TRACE", "GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_", "BASH_FUNC_")
-"""`GIT_TRACE*=PATH` writes PATH; the others as above."""
+CONFIG_PREFIXES = ("GIT_", "BASH_FUNC_")
+"""Every git variable but those below (`GIT_TRACE*=PATH` writes PATH, `GIT_COMMON_DIR`
+takes the config of another folder …), and imported functions."""
+HARMLESS_VARIABLES = frozenset(
+    {"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME"}
+    | {"GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT", "GIT_OPTIONAL_LOCKS"}
+    | {"GIT_MERGE_AUTOEDIT", "GIT_FLUSH"}
+)
+"""Git variables that only name, date or quieten (no file, no program)."""

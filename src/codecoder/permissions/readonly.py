@@ -39,11 +39,13 @@ class _ReadOnly(NamedTuple):
     min_operands: int = 0
     values: tuple[str, ...] = ()
     """Options whose value is the next word (so it is not counted as an operand)."""
+    here: bool = False
+    """Without a path it reads the folder it runs in (`rg x`, `ls`, `find`)."""
 
 
 _PLAIN_FILES = """
-    cat head tail wc ls nl od hexdump strings rev tac fold fmt column paste comm join diff
-    cmp stat du df realpath readlink md5sum sha1sum sha224sum sha256sum sha384sum sha512sum
+    cat head tail nl od hexdump strings rev tac fold fmt column paste comm join diff
+    cmp stat df realpath readlink md5sum sha1sum sha224sum sha256sum sha384sum sha512sum
     b2sum cksum base64 base32 cut
 """
 _NO_FILES = """
@@ -54,27 +56,42 @@ _NO_FILES = """
 READ_ONLY: dict[str, _ReadOnly] = {
     **dict.fromkeys(_PLAIN_FILES.split(), _ReadOnly()),
     **dict.fromkeys(_NO_FILES.split(), _ReadOnly(paths="none")),
+    "wc": _ReadOnly(("--files0-from",)),
+    "du": _ReadOnly(("--files0-from", "-L", "--dereference"), here=True),
+    "ls": _ReadOnly(("-L", "--dereference"), here=True),
     "cd": _ReadOnly(("-",), max_operands=1, min_operands=1),
     "printf": _ReadOnly(("-v",), paths="none"),
     "env": _ReadOnly(paths="none", max_operands=0),
     "printenv": _ReadOnly(paths="none"),
     "hostname": _ReadOnly(("-F", "--file", "-b", "--boot"), paths="none", max_operands=0),
-    "date": _ReadOnly(("-s", "--set", "-f", "--file"), paths="none"),
-    "file": _ReadOnly(("-C", "--compile")),
-    **dict.fromkeys(("grep", "egrep", "fgrep"), _ReadOnly(paths="after-first")),
-    "jq": _ReadOnly(
-        ("-f", "--from-file", "--slurpfile", "--rawfile", "-L", "--library-path"), "after-first"
+    "date": _ReadOnly(("-s", "--set", "-f", "--file"), paths="date"),
+    "file": _ReadOnly(("-C", "--compile", "-f", "--files-from")),
+    **dict.fromkeys(
+        ("grep", "egrep", "fgrep"),
+        _ReadOnly(("-R", "--dereference-recursive"), paths="after-first"),
     ),
-    "rg": _ReadOnly(("--pre", "--pre-glob", "-z", "--search-zip", "--hostname-bin"), "after-first"),
-    "find": _ReadOnly((*FIND_EXEC, *FIND_WRITES, "-delete", "-files0-from"), paths="find"),
-    "tree": _ReadOnly(("-o",)),
-    "sort": _ReadOnly(("-o", "--output", "--compress-program")),
+    "jq": _ReadOnly(
+        ("-f", "--from-file", "--slurpfile", "--rawfile", "-L", "--library-path", "--run-tests"),
+        "after-first",
+    ),
+    "rg": _ReadOnly(
+        ("--pre", "--pre-glob", "-z", "--search-zip", "--hostname-bin", "-L", "--follow"),
+        "after-first",
+        here=True,
+    ),
+    "find": _ReadOnly(
+        (*FIND_EXEC, *FIND_WRITES, "-delete", "-files0-from", "-L", "-follow"), paths="find"
+    ),
+    "tree": _ReadOnly(("-o", "-R", "-l", "--fromfile"), here=True),
+    "sort": _ReadOnly(("-o", "--output", "--compress-program", "--files0-from")),
     "uniq": _ReadOnly(max_operands=1, values=("-f", "-s", "-w")),
-    "xxd": _ReadOnly(("-r", "--revert"), max_operands=1, values=("-l", "-s", "-c", "-g", "-o")),
     "sed": _ReadOnly(("-i", "--in-place", "-f", "--file"), paths="sed"),
     "git": _ReadOnly(paths="git"),
 }
 """Plain commands that only read; the options that would make them do more."""
+
+_NO_PATTERN = ("--regexp", "--file", "--files", "--type-list")
+"""Options after which grep, rg and jq take no pattern operand: every operand is a file."""
 
 TRANSPARENT_WRAPPERS = frozenset({"time", "nice", "timeout", "stdbuf", "command", "builtin"})
 """Wrappers that add nothing to what they run: read-only when what they run is."""
@@ -106,18 +123,28 @@ def read_only(argv: tuple[Word, ...]) -> ReadOnly | None:
     if spec.paths == "sed":
         return _read_only_sed(args)
     if spec.paths == "find":
-        return ReadOnly(find_roots(argv))
+        return ReadOnly(find_roots(argv) or (Word("."),))
+    return _operand_reads(name, spec, args)
+
+
+def _operand_reads(name: str, spec: _ReadOnly, args: tuple[Word, ...]) -> ReadOnly | None:
+    """The files a listed command reads from its operands (None: it would do more)."""
     operands = operand_words(args, spec.values)
     if spec.max_operands is not None and len(operands) > spec.max_operands:
         return None
     if len(operands) < spec.min_operands:
         return None
+    if spec.paths == "date":  # an operand but `+FORMAT` sets the clock
+        return ReadOnly(()) if all(w.text.startswith("+") for w in operands) else None
     if spec.paths == "none":
         return ReadOnly(())
     if name == "jq" and any(re.search(r"\b(import|include)\b", w.text) for w in operands):
         return None  # a jq module is read from any path the program names
-    if spec.paths == "after-first" and not has_option(args, "ef", ("--regexp", "--file")):
-        operands = operands[1:]
+    if spec.paths == "after-first" and not has_option(args, "ef", _NO_PATTERN):
+        operands = operands[1:]  # the first operand is the pattern
+    recursive = name in ("grep", "egrep", "fgrep") and has_option(args, "r", ("--recursive",))
+    if not operands and (spec.here or recursive):
+        operands = [Word(".")]
     return ReadOnly((*operands, *_attached_values(args)))
 
 
@@ -182,19 +209,11 @@ _GIT_LISTING = {
     "tag": ("-l", "--list", "-n", "--contains", "--merged", "--sort", "--format", "--points-at"),
     "remote": ("-v", "--verbose"),
 }
-"""Subcommands that only read when every word is one of these flags (`--sort=KEY` too):
-any other word names something to create, rename, delete or contact."""
-_GIT_UNSAFE = (
-    "--output",
-    "--ext-diff",
-    "--no-index",
-    "-O",
-    "--open-files-in-pager",
-    "--file",
-    "--blob",
-)
+"""Subcommands that only read when every word is one of these flags (`--sort=KEY` too),
+or for `branch --list`/`tag -l`, a pattern after it: any other word names something to
+create, rename, delete or contact."""
+_GIT_UNSAFE = ("--output", "--ext-diff", "--no-index", "-O", "--open-files-in-pager")
 _GIT_SAFE_GLOBALS = frozenset({"--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs"})
-_CONFIG_READS = ("--get", "--get-all", "--get-regexp", "--list", "-l")
 
 
 def _read_only_git(argv: tuple[Word, ...]) -> ReadOnly | None:
@@ -229,31 +248,17 @@ def _read_only_git(argv: tuple[Word, ...]) -> ReadOnly | None:
 def _git_subcommand_reads(sub: str, args: list[Word]) -> bool:
     if sub in _GIT_READ_ONLY:
         return True
-    if sub == "config":
-        return _config_reads(args)
-    if sub in ("stash", "worktree", "reflog"):
-        allowed = {"stash": ("list", "show"), "worktree": ("list",), "reflog": ("show",)}[sub]
-        return (not args and sub == "reflog") or (bool(args) and args[0].text in allowed)
+    if sub in ("stash", "worktree"):
+        allowed = {"stash": ("list", "show"), "worktree": ("list",)}[sub]
+        return bool(args) and args[0].text in allowed
+    if sub == "reflog":  # `git reflog`, `git reflog -5`, `git reflog show …`
+        return not args or args[0].text == "show" or all(w.text.startswith("-") for w in args)
     listing = _GIT_LISTING.get(sub)
     if listing is None:
         return False
-    return all(w.text.startswith("-") and (w.text.split("=", 1)[0] in listing) for w in args)
-
-
-def _config_reads(args: list[Word]) -> bool:
-    """`git config KEY`, `git config --get KEY`, `git config --list`: no value given, no
-    other file named."""
-    flags = [w.text for w in args if w.text.startswith("-")]
-    operands = [w for w in args if not w.text.startswith("-")]
-    if any(
-        f not in (*_CONFIG_READS, "--show-origin", "--name-only", "--global", "--local")
-        for f in flags
-    ):
+    flags = [w for w in args if w.text.startswith("-")]
+    patterns = [w for w in args if not w.text.startswith("-")]
+    if not all(w.text.split("=", 1)[0] in listing for w in flags):
         return False
-    if any(f in ("--list", "-l") for f in flags):
-        return not operands
-    return (
-        len(operands) == 1
-        if not any(f.startswith("--get") for f in flags)
-        else len(operands) in (1, 2)
-    )
+    lists = any(w.text in ("-l", "--list") for w in flags)
+    return not patterns or (lists and sub in ("branch", "tag"))

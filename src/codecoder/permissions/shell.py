@@ -40,6 +40,7 @@ from codecoder.permissions.programs import (
     CONFIG_PREFIXES,
     CONFIG_VARIABLES,
     DEFERRED_CODE_VARIABLES,
+    HARMLESS_VARIABLES,
     PROGRAM_VARIABLES,
     Carried,
     Script,
@@ -71,7 +72,12 @@ _QUOTING = re.compile(r"[\\'\"]")
 _BRACE = re.compile(r"\{[^{}]*(,|\.\.)[^{}]*\}")
 _SEPARATORS = re.compile(r"[;&|()\n`{}<>]|\$\(")
 _UNQUOTE = str.maketrans("", "", "'\"\\")
+_GUESS_WORDS = re.compile(r"[\s=,!/]+")
+"""A guess also breaks words where a value may start a command: `exec=rm x`,
+`{rm,-f,x}`, `alias.x=!rm`, `s/.*/rm x/e`."""
 """A guess reads `r''m` and `r\\m` as bash does: `rm`."""
+_FD_VARIABLE = re.compile(r"\{[^{}]*\[.*\]\}", re.DOTALL)
+"""`{NAME[SUB]}>file` stores the file descriptor in NAME[SUB]."""
 _ARITHMETIC_TESTS = frozenset({"-eq", "-ne", "-lt", "-le", "-gt", "-ge"})
 _NAME_TESTS = frozenset({"-v", "-R"})
 _DECLARATIONS = frozenset({"declare", "typeset", "local", "export", "readonly"})
@@ -218,7 +224,7 @@ def guess_commands(text: str) -> tuple[SimpleCommand, ...]:
     budget = MAX_GUESSED_WORDS
     flat = text.replace("\\\n", "").translate(_UNQUOTE)
     for piece in _SEPARATORS.split(flat):
-        words = tuple(Word(word) for word in piece.split()[:budget])
+        words = tuple(Word(word) for word in _GUESS_WORDS.split(piece) if word)[:budget]
         if words:
             commands.append(SimpleCommand((), words, piece.strip(), guessed=True))
             budget -= len(words)
@@ -387,6 +393,12 @@ class _Walker:
                 argv.append(self.word(child.named_children[0]))
             else:
                 argv.append(self.word(child))
+        for word in argv[1:]:
+            if _FD_VARIABLE.fullmatch(word.text):
+                self.problems.append(
+                    f"`{excerpt(word.text)}` before a redirection names a variable whose"
+                    " subscript bash evaluates"
+                )
         self.add_command(tuple(assignments), tuple(argv), self.text(node))
 
     def declaration(self, node: Node) -> None:
@@ -500,7 +512,9 @@ class _Walker:
                 Script(None, f"`{excerpt(word.text)}`") if value.expands else Script(value.text),
                 SimpleCommand((word,), (), word.text),
             )
-        elif found.name in CONFIG_VARIABLES or found.name.startswith(CONFIG_PREFIXES):
+        elif found.name in CONFIG_VARIABLES or (
+            found.name.startswith(CONFIG_PREFIXES) and found.name not in HARMLESS_VARIABLES
+        ):
             self.problems.append(
                 f"{found.name} makes programs take code or settings from elsewhere"
             )
@@ -527,6 +541,7 @@ class _Walker:
             elif evaluation.assignment(word) is not None:
                 self.variable(word)
                 self.name(Word(text.split("=", 1)[0].rstrip("+")), "it declares")
+                self._declared_array(word)
             else:
                 self.name(word, "it declares")
 
@@ -537,8 +552,17 @@ class _Walker:
             if evaluation.assignment(word) is not None:
                 self.variable(word)
                 self.name(Word(word.text.split("=", 1)[0].rstrip("+")), "it exports")
+                self._declared_array(word)
             else:
                 self.name(word, "it exports")
+
+    def _declared_array(self, word: Word) -> None:
+        """`declare -a 'a=($(…))'`: to declare, a quoted value in parentheses is an
+        array that bash expands, substitutions and all."""
+        found = evaluation.assignment(word)
+        expanded = found is not None and found.literal and found.compound
+        if expanded and found is not None and any(m in found.value for m in ("$", "`")):
+            self.problems.append(f"`{excerpt(word.text)}` is an array bash expands")
 
     def unset(self, args: tuple[Word, ...]) -> None:
         if any(word.text == "-f" for word in args):
@@ -645,15 +669,17 @@ class _Walker:
                 raise _Unsupported("a here-document ends in a way parsers disagree on")
 
     def _check_unparsed_substitutions(self, body: Node) -> None:
-        """In an unquoted here-document bash runs `$(…)` and backticks, but tree-sitter
-        leaves some as plain text (backticks anywhere, `$(…)` after leading blanks). Text
-        outside the substitutions it did parse must hold none of them."""
+        """In an unquoted here-document bash expands `$(…)`, backticks and `${…}`, but
+        tree-sitter leaves some as plain text (backticks anywhere, `$(…)` and `${…}`
+        after leading blanks). Text outside the expansions it did parse must hold none
+        of them."""
         text = bytearray(self.data[body.start_byte : body.end_byte])
-        for sub in _substitutions(body):
+        for sub in _parsed_substitutions(body, _PARSED_OR_EXPANSION):
             start, stop = sub.start_byte - body.start_byte, sub.end_byte - body.start_byte
             text[start:stop] = b" " * (stop - start)
-        if any(marker in text for marker in (b"`", b"$(", b"$[")):
-            raise _Unsupported("a here-document runs a substitution the parser does not see")
+        plain = re.sub(rb"\\.", b"", bytes(text))
+        if any(marker in plain for marker in (b"`", b"$(", b"$[", b"${")):
+            raise _Unsupported("a here-document expands text the parser does not see")
 
     # --- words -------------------------------------------------------------------
 
@@ -766,12 +792,15 @@ def _substitutions(node: Node) -> list[Node]:
 _PARSED = frozenset({"command_substitution", "process_substitution", "arithmetic_expansion"})
 
 
-def _parsed_substitutions(node: Node) -> list[Node]:
-    """The outermost substitutions tree-sitter parsed below `node` (not `node` itself)."""
+_PARSED_OR_EXPANSION = _PARSED | {"expansion"}
+
+
+def _parsed_substitutions(node: Node, kinds: frozenset[str] = _PARSED) -> list[Node]:
+    """The outermost nodes of `kinds` tree-sitter parsed below `node` (not `node`)."""
     return [
         found
         for child in node.named_children
-        for found in ([child] if child.type in _PARSED else _parsed_substitutions(child))
+        for found in ([child] if child.type in kinds else _parsed_substitutions(child, kinds))
     ]
 
 
