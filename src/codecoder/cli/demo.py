@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from codecoder.cli.exitcodes import EXIT_FAILED, EXIT_OK, EXIT_SIGINT, EXIT_USAGE
 from codecoder.cli.render import Renderer
+from codecoder.exitcodes import EXIT_FAILED, EXIT_OK, EXIT_SIGINT, EXIT_USAGE
 from codecoder.kernel.events import AgentEvent, Done
 from codecoder.kernel.handle import AgentHandle
 from codecoder.providers.scripted import Script, ScriptedProvider, load_script

@@ -22,7 +22,7 @@ from types import FrameType
 from typing import IO, TYPE_CHECKING, Any
 
 from codecoder.cli import jsonl
-from codecoder.cli.exitcodes import (
+from codecoder.exitcodes import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_SIGHUP,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from codecoder.cli.exitcodes import EXIT_FAILED, EXIT_OK, EXIT_SIGINT
+from codecoder.exitcodes import EXIT_FAILED, EXIT_OK, EXIT_SIGINT
 
 TYPE_CHECKING = False  # typing itself costs ~10 ms, and `--version` is measured
 if TYPE_CHECKING:

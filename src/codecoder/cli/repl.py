@@ -21,8 +21,8 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from codecoder.cli.exitcodes import EXIT_OK, EXIT_SIGHUP, EXIT_USAGE
 from codecoder.cli.render import Renderer
+from codecoder.exitcodes import EXIT_OK, EXIT_SIGHUP, EXIT_USAGE
 from codecoder.kernel.events import (
     AgentEvent,
     AskUser,
@@ -85,8 +85,7 @@ def _daemon_runs() -> bool:
 def _run_remote(options: AgentOptions, workspace: Path, attach: str | None) -> int:
     """A session of the daemon: a new one here, or `attach` (an id; "" for this
     folder's latest live session, and for --continue / --resume the stored one)."""
-    from codecoder.daemon.client import DaemonClient, DaemonUnavailable, RemoteAgent
-    from codecoder.daemon.rpc import RpcError
+    from codecoder.daemon.client import DaemonClient, DaemonUnavailable, RemoteAgent, RpcError
 
     try:
         client = DaemonClient()

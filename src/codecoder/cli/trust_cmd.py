@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from codecoder.cli.exitcodes import EXIT_OK, EXIT_USAGE
+from codecoder.exitcodes import EXIT_OK, EXIT_USAGE
 
 
 def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

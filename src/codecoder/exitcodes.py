@@ -1,5 +1,5 @@
-"""Exit codes (DESIGN.md §7, docs/headless.md): one place, imported by every command and
-by `cli.main`, which stays free of the commands' imports."""
+"""Exit codes (DESIGN.md §7, docs/headless.md): one place, imported by every face (the
+CLI, the daemon) and by `cli.main`, which stays free of the commands' imports."""
 
 EXIT_OK = 0
 EXIT_FAILED = 1
