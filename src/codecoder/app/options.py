@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import msgspec
 
-from codecoder.permissions.modes import ApprovalMode
+from codecoder.approval import ApprovalMode
 
 
 class AgentOptions(msgspec.Struct, frozen=True):

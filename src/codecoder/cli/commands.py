@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 import msgspec
 
 from codecoder.app.options import AgentOptions
-from codecoder.permissions.modes import MODES as APPROVAL_MODES
+from codecoder.approval import MODES as APPROVAL_MODES
 
 COMMANDS = (
     "exec",
