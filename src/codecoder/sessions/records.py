@@ -83,3 +83,36 @@ def _too_long(item: object, limit: int) -> bool:
     if not isinstance(item, ToolResult):
         return False
     return sum(len(part.text) for part in item.content) > limit
+
+
+class MilestoneRecord(msgspec.Struct, frozen=True):
+    """One milestone of a plan run: `status` pending | running | passed | failed |
+    cancelled; `attempts` the turns it took over all runs."""
+
+    name: str
+    position: int
+    status: str
+    attempts: int
+
+
+class PlanRunInfo(msgspec.Struct, frozen=True):
+    """One run of a plan file in a workspace (`codecoder exec --plan`); a `--continue`
+    goes on with the same run. `status`: running | passed | failed | cancelled (running
+    also when the process was killed mid-plan)."""
+
+    id: str
+    session_id: str
+    cwd: str
+    plan_path: str
+    digest: str
+    status: str
+    created_at: float
+    updated_at: float
+    milestones: tuple[MilestoneRecord, ...] = ()
+
+    @property
+    def passed(self) -> tuple[str, ...]:
+        return tuple(m.name for m in self.milestones if m.status == "passed")
+
+
+PLAN_RUN_COLUMNS = "id, session_id, cwd, plan_path, digest, status, created_at, updated_at"

@@ -10,6 +10,8 @@ size a history from the index alone, without decoding it), `sessions.message_cou
 listing does not count rows) and `sessions.reasoning_tokens` (Usage reports them).
 Version 3 — `compactions`: each summary that replaced the model's view of older messages,
 so a resumed session starts from its compacted view while `messages` keeps everything.
+Version 4 — `plan_runs` and `plan_milestones`: how far each run of a plan file got
+(`codecoder exec --plan`), so `--continue` goes on from the first milestone not passed.
 """
 
 from __future__ import annotations
@@ -80,13 +82,45 @@ def _to_v3(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX compactions_by_session ON compactions (session_id, created_at)")
 
 
+def _to_v4(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        """CREATE TABLE plan_runs (
+            id         TEXT PRIMARY KEY,
+            session_id TEXT NOT NULL,
+            cwd        TEXT NOT NULL,
+            plan_path  TEXT NOT NULL,
+            digest     TEXT NOT NULL,
+            status     TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL
+        )"""
+    )
+    conn.execute("CREATE INDEX plan_runs_by_plan ON plan_runs (cwd, plan_path, updated_at)")
+    conn.execute(
+        """CREATE TABLE plan_milestones (
+            run_id     TEXT NOT NULL,
+            name       TEXT NOT NULL,
+            position   INTEGER NOT NULL,
+            status     TEXT NOT NULL,
+            attempts   INTEGER NOT NULL DEFAULT 0,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (run_id, name)
+        )"""
+    )
+
+
 def _to_v1(conn: sqlite3.Connection) -> None:
     for statement in V1_DDL.split(";"):
         if statement.strip():
             conn.execute(statement)
 
 
-MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (_to_v1, _to_v2, _to_v3)
+MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
+    _to_v1,
+    _to_v2,
+    _to_v3,
+    _to_v4,
+)
 """MIGRATIONS[n] takes a database from version n to n + 1."""
 
 CURRENT_VERSION = len(MIGRATIONS)

@@ -26,7 +26,7 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Self
@@ -44,7 +44,15 @@ from codecoder.sessions.errors import (
     StoreUnavailable,
     UnknownSession,
 )
-from codecoder.sessions.records import SESSION_COLUMNS, SessionInfo, cap_message, title_of
+from codecoder.sessions.records import (
+    PLAN_RUN_COLUMNS,
+    SESSION_COLUMNS,
+    MilestoneRecord,
+    PlanRunInfo,
+    SessionInfo,
+    cap_message,
+    title_of,
+)
 from codecoder.sessions.repair import repair
 from codecoder.sessions.schema import BYTES_PER_TOKEN, migrate
 
@@ -303,6 +311,101 @@ class SessionStore:
             before_tokens=int(row[2]),
             after_tokens=int(row[3]),
         )
+
+    # --- plan runs (codecoder exec --plan) -------------------------------------------
+
+    def start_plan_run(
+        self,
+        session_id: str,
+        cwd: Path | str,
+        plan_path: str,
+        digest: str,
+        milestones: Sequence[str],
+        *,
+        run_id: str | None = None,
+    ) -> str:
+        """Begin a run of a plan (a new one when `run_id` is None, else that earlier run
+        going on): status running, the file's digest recorded, a row for every milestone
+        name in plan order. Milestones the run already has keep their status and
+        attempts; those no longer in the plan get position -1. Returns the run's id."""
+        now = time.time()
+        with self._write() as conn:
+            self._info(conn, session_id)
+            if run_id is None:
+                run_id = _new_id()
+                conn.execute(
+                    "INSERT INTO plan_runs (id, session_id, cwd, plan_path, digest, status,"
+                    " created_at, updated_at) VALUES (?, ?, ?, ?, ?, 'running', ?, ?)",
+                    (run_id, session_id, _workspace(cwd), plan_path, digest, now, now),
+                )
+            else:
+                changed = conn.execute(
+                    "UPDATE plan_runs SET session_id = ?, digest = ?, status = 'running',"
+                    " updated_at = ? WHERE id = ?",
+                    (session_id, digest, now, run_id),
+                ).rowcount
+                if not changed:
+                    raise SessionError(f"no plan run {run_id!r}")
+                conn.execute("UPDATE plan_milestones SET position = -1 WHERE run_id = ?", (run_id,))
+            conn.executemany(
+                "INSERT INTO plan_milestones (run_id, name, position, status, attempts,"
+                " updated_at) VALUES (?, ?, ?, 'pending', 0, ?)"
+                " ON CONFLICT (run_id, name) DO UPDATE SET position = excluded.position",
+                [(run_id, name, position, now) for position, name in enumerate(milestones)],
+            )
+        return run_id
+
+    def plan_attempt_started(self, run_id: str, milestone: str) -> None:
+        """Count a turn of `milestone`, now running."""
+        self._plan_milestone(
+            run_id,
+            milestone,
+            "UPDATE plan_milestones SET attempts = attempts + 1, status = 'running',"
+            " updated_at = ? WHERE run_id = ? AND name = ?",
+        )
+
+    def plan_milestone_finished(self, run_id: str, milestone: str, status: str) -> None:
+        """`status`: passed | failed | cancelled."""
+        self._plan_milestone(
+            run_id,
+            milestone,
+            "UPDATE plan_milestones SET status = ?, updated_at = ? WHERE run_id = ? AND name = ?",
+            status,
+        )
+
+    def plan_run_finished(self, run_id: str, status: str) -> None:
+        """`status`: passed | failed | cancelled."""
+        with self._write() as conn:
+            changed = conn.execute(
+                "UPDATE plan_runs SET status = ?, updated_at = ? WHERE id = ?",
+                (status, time.time(), run_id),
+            ).rowcount
+            if not changed:
+                raise SessionError(f"no plan run {run_id!r}")
+
+    def latest_plan_run(self, cwd: Path | str, plan_path: str) -> PlanRunInfo | None:
+        """The run of the plan file `plan_path` in workspace `cwd` started or continued
+        last, with its milestones in plan order (removed ones last)."""
+        with self._read() as conn:
+            row = conn.execute(
+                f"SELECT {PLAN_RUN_COLUMNS} FROM plan_runs WHERE cwd = ? AND plan_path = ?"
+                " ORDER BY updated_at DESC, rowid DESC LIMIT 1",
+                (_workspace(cwd), plan_path),
+            ).fetchone()
+            if row is None:
+                return None
+            milestones = conn.execute(
+                "SELECT name, position, status, attempts FROM plan_milestones"
+                " WHERE run_id = ? ORDER BY position < 0, position, name",
+                (row[0],),
+            ).fetchall()
+        return PlanRunInfo(*row, milestones=tuple(MilestoneRecord(*m) for m in milestones))
+
+    def _plan_milestone(self, run_id: str, milestone: str, sql: str, *first: object) -> None:
+        with self._write() as conn:
+            changed = conn.execute(sql, (*first, time.time(), run_id, milestone)).rowcount
+            if not changed:
+                raise SessionError(f"plan run {run_id[:8]} has no milestone {milestone!r}")
 
     def token_estimate(self, session_id: str, *, after: int | None = None) -> int:
         """Estimated tokens of the stored messages (above `after`), from the index alone."""
