@@ -5,8 +5,8 @@ included) and one FilePart per redirection or carried write (a write_file or rea
 check on its target); a command on the built-in read-only list also gets a read_file
 part per file it reads, so that reading outside the workspace asks and `read(…)` rules
 apply to it. A file tool call becomes a FilePart per path argument; a web tool a
-UrlPart; anything that cannot be checked becomes a Hazard, which is asked about and
-never allowed.
+UrlPart; a tool of an MCP server one ToolPart whatever its arguments; anything that
+cannot be checked becomes a Hazard, which is asked about and never allowed.
 """
 
 from __future__ import annotations
@@ -48,6 +48,10 @@ READ_TOOL = "read_file"
 
 PATH_KEYS = ("path", "file_path", "paths", "file_paths", "directory", "dir")
 URL_KEYS = ("url",)
+MCP_PREFIX = "mcp__"
+"""Tools named `mcp__SERVER__TOOL` come from MCP servers. Their argument names are the
+server's: a `path` or `url` there says nothing reliable about what the call touches, so
+such a call is judged as a whole (`mcp__git__*` rules), never as a file or a fetch."""
 GLOB_TOOLS = frozenset({"glob"})
 GLOB_PATTERN_KEY = "pattern"
 """A glob tool walks from its pattern's literal folders (`../../**`, `/etc/*`), so those
@@ -119,6 +123,8 @@ class Scope(msgspec.Struct, frozen=True):
 def analyse(tool: Tool, call: ToolCall, scope: Scope) -> list[Part]:
     if tool.name == COMMAND_TOOL:
         return command_parts(call.args, scope)
+    if tool.name.startswith(MCP_PREFIX):
+        return [ToolPart(tool.name, tool.risk)]
     paths = _strings(call.args, PATH_KEYS)
     urls = _strings(call.args, URL_KEYS)
     if paths is None or urls is None:

@@ -6,6 +6,7 @@
     write_file(src/**)               a path glob, relative to the workspace root
     edit(src/**)  read(~/notes/**)   a family: every file tool that writes / reads
     web_fetch(domain:docs.python.org)  a host (`domain:*.python.org`: it and subdomains)
+    mcp__git__*                      every tool whose name the `*` glob matches (no pattern)
 
 A rule that cannot be parsed is a ConfigError naming the file and the rule, so that a
 typo never silently allows or fails to deny something.
@@ -13,6 +14,7 @@ typo never silently allows or fails to deny something.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shlex
@@ -33,7 +35,7 @@ EDIT_FAMILY = "edit"
 """`read(…)` and `edit(…)` name every file tool that reads, respectively writes."""
 
 _QUOTED = re.compile(r"""'[^']*'|"(?:[^"\\]|\\.)*"|\\.""")
-_TOOL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
+_TOOL_NAME = re.compile(r"[A-Za-z_*][A-Za-z0-9_.\-*]*")
 _HOST = re.compile(r"(\*\.)?[a-z0-9]([a-z0-9\-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9\-]*[a-z0-9])?)*")
 
 
@@ -89,6 +91,10 @@ class Rule(msgspec.Struct, frozen=True):
     source: str
 
     def names(self, tool: str, families: Iterable[str] = ()) -> bool:
+        """Whether the rule is about `tool` (or one of its `families`); a `*` in the rule's
+        tool name matches any run of characters of a tool's name, never a family."""
+        if "*" in self.tool:
+            return _tool_glob(self.tool).fullmatch(tool) is not None
         return self.tool == tool or self.tool in families
 
     def describe(self) -> str:
@@ -119,6 +125,8 @@ def _parse_rule(text: str, source: str) -> Rule:
     tool, _, rest = stripped.partition("(")
     tool = tool.strip()
     _check_tool_name(tool)
+    if "*" in tool:
+        raise ValueError("a tool name with `*` (`mcp__git__*`) takes no pattern in parentheses")
     if not rest.endswith(")"):
         raise ValueError("expected `tool(pattern)` with a closing parenthesis")
     body = rest[:-1].strip()
@@ -130,6 +138,11 @@ def _parse_rule(text: str, source: str) -> Rule:
 def _check_tool_name(name: str) -> None:
     if not _TOOL_NAME.fullmatch(name):
         raise ValueError("expected a tool name such as `run_command` or `write_file`")
+
+
+@functools.cache
+def _tool_glob(name: str) -> re.Pattern[str]:
+    return re.compile(".*".join(map(re.escape, name.split("*"))))
 
 
 def _parse_pattern(tool: str, body: str) -> Pattern:
