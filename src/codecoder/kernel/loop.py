@@ -58,6 +58,7 @@ from codecoder.kernel.ports import (
     ToolCallDone,
     ToolContext,
     ToolFailure,
+    ToolSource,
     ToolSpec,
 )
 from codecoder.kernel.reply import ReplyBuilder
@@ -103,9 +104,13 @@ class AgentLoop:
         next_id: int = 1,
         name: str = "agent",
         compactor: Compactor | None = None,
+        tool_source: ToolSource | None = None,
     ) -> None:
         self._provider = provider
         self._tools = {tool.name: tool for tool in tools}
+        self._fixed = self._tools
+        self._source = tool_source
+        self._offered: Sequence[Tool] = ()
         self._specs = tuple(
             ToolSpec(name=t.name, description=t.description, parameters=t.parameters)
             for t in self._tools.values()
@@ -202,6 +207,7 @@ class AgentLoop:
             reason = "error"
         if self._closing.is_set() and reason == "cancelled":
             reason = "shutdown"
+        self._show_notices()
         self._handle.turn_finished(token)
         self._emit(Done(cancelled=reason in ("cancelled", "shutdown"), reason=reason))
 
@@ -258,11 +264,36 @@ class AgentLoop:
             self._handle.turn_finished(token)
 
     def _request(self) -> ProviderRequest:
+        self._take_up_tools()
         return ProviderRequest(
             system=self._prompt.system_prompt(),
             messages=tuple(self._messages),
             tools=self._specs,
         )
+
+    def _take_up_tools(self) -> None:
+        """The source's tools join the fixed ones (a fixed tool keeps its name) when the
+        source offers something new; its pending notices are shown first."""
+        if self._source is None:
+            return
+        self._show_notices()
+        offered = self._source.tools()
+        if offered is self._offered:
+            return
+        self._offered = offered
+        tools = dict(self._fixed)
+        for tool in offered:
+            tools.setdefault(tool.name, tool)
+        self._tools = tools
+        self._specs = tuple(
+            ToolSpec(name=t.name, description=t.description, parameters=t.parameters)
+            for t in tools.values()
+        )
+
+    def _show_notices(self) -> None:
+        if self._source is not None:
+            for notice in self._source.notices():
+                self._emit(notice)
 
     # --- streaming -------------------------------------------------------------------
 

@@ -164,6 +164,23 @@ class Tool(Protocol):
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult: ...
 
 
+@runtime_checkable
+class ToolSource(Protocol):
+    """Tools that arrive during a session (an MCP server's, once it has started), beside
+    the fixed toolbox. The loop asks before each request, so a reply can call only what
+    its request offered; neither method may block."""
+
+    def tools(self) -> Sequence[Tool]:
+        """The tools to offer now: the same object while nothing changed, so the loop
+        rebuilds its specs only when this returns something new."""
+        ...
+
+    def notices(self) -> Sequence[StatusUpdate]:
+        """Status lines not shown yet (a server that failed to start), each given once;
+        the loop emits them before a request and before a turn's Done."""
+        ...
+
+
 # --- policy, history, prompt ---------------------------------------------------------
 
 Verdict = Literal["allow", "ask", "deny"]
