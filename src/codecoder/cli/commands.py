@@ -152,8 +152,13 @@ def build_parser(first: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     run = sub.add_parser("exec", help="run one task headless and print the answer")
-    run.add_argument("task", help="the task, or - to read it from standard input")
+    run.add_argument("task", nargs="?", help="the task, or - to read it from standard input")
     run.add_argument("--json", action="store_true", help="print one JSON event per line")
+    run.add_argument(
+        "--plan",
+        metavar="PLAN.toml",
+        help="run a plan's milestones, each checked by its gates (docs/plans.md); no TASK",
+    )
     _agent_options(run, approval="never-ask")
     _session_options(run)
     run.add_argument(
@@ -225,6 +230,8 @@ class ExecOptions(msgspec.Struct, frozen=True):
     task: str
     json: bool = False
     stdin_replies: bool = False
+    plan: str | None = None
+    """A plan file: its milestones are the tasks (`task` is then empty)."""
 
 
 class DemoOptions(msgspec.Struct, frozen=True):
@@ -264,9 +271,22 @@ def _interactive(namespace: argparse.Namespace) -> int:
 
 def _exec(namespace: argparse.Namespace) -> int:
     from codecoder.cli.headless import run_exec
+    from codecoder.exitcodes import EXIT_USAGE
 
+    if (namespace.task is None) == (namespace.plan is None):
+        problem = (
+            "give the TASK (or - to read it from standard input), or --plan FILE"
+            if namespace.task is None
+            else "--plan runs the plan's tasks: give no TASK with it"
+        )
+        print(f"codecoder exec: error: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     options = ExecOptions(
-        agent_options(namespace), namespace.task, namespace.json, namespace.stdin_replies
+        agent_options(namespace),
+        namespace.task or "",
+        namespace.json,
+        namespace.stdin_replies,
+        plan=namespace.plan,
     )
     return run_exec(options)
 

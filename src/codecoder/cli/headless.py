@@ -62,6 +62,10 @@ class UsageError(Exception):
 def run_exec(options: ExecOptions) -> int:
     from codecoder.app.wiring import WiringError, build_agent
 
+    if options.plan is not None:
+        from codecoder.cli.plan_exec import run_plan
+
+        return run_plan(options)
     trace = options.agent.trace
     try:
         if options.task == "-" and options.stdin_replies:
@@ -213,9 +217,7 @@ class _Runner:
         except OSError:  # a closed pipe; EIO from a terminal that hung up
             self.closed_pipe = True
             _silence_stdout()
-            if self.handle is not None:
-                with contextlib.suppress(AgentClosed):  # the answer, after the run ended
-                    self.handle.cancel()
+            self._cancel()
 
     def _exit_code(self, done: Done) -> int:
         if self.signal_exit is not None:
@@ -246,6 +248,10 @@ class _Runner:
             _silence(self.terminals)  # the terminal is gone: writing to it would fail
         if self.signal_exit is None:
             self.signal_exit = _SIGNAL_EXITS[signum]
+        self._cancel()
+
+    def _cancel(self) -> None:
+        """Cancel the run (the turn; a plan face cancels its plan)."""
         if self.handle is not None:
             with contextlib.suppress(AgentClosed):  # the run has just ended
                 self.handle.cancel()

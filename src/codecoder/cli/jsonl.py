@@ -37,6 +37,16 @@ from codecoder.kernel.events import (
     Usage,
 )
 from codecoder.kernel.messages import ToolCall
+from codecoder.plan.events import (
+    GateFinished,
+    GateStarted,
+    MilestoneFinished,
+    MilestoneStarted,
+    MilestoneStatus,
+    PlanEvent,
+    PlanFinished,
+    PlanStatus,
+)
 
 SCHEMA = "codecoder.exec/1"
 
@@ -147,8 +157,72 @@ EventLine = (
     | SubagentLine
     | DoneLine
 )
-Line = SessionLine | EventLine
-LINE_TYPES: tuple[type[_Line], ...] = (SessionLine, *EventLine.__args__)  # type: ignore[attr-defined]
+
+
+# --- plans (`exec --plan`, docs/plans.md): the runner's events, between the agent's ------
+
+
+class MilestoneStartedLine(_Turned, frozen=True, tag="milestone_started"):
+    milestone: str
+    index: int
+    attempt: int
+
+
+class GateStartedLine(_Turned, frozen=True, tag="gate_started"):
+    milestone: str
+    index: int
+    command: str
+
+
+class GateFinishedLine(_Turned, frozen=True, tag="gate_finished"):
+    milestone: str
+    index: int
+    command: str
+    exit_code: int | None
+    duration_ms: int
+    output_tail: str
+
+
+class MilestoneFinishedLine(_Turned, frozen=True, tag="milestone_finished"):
+    milestone: str
+    status: MilestoneStatus
+    attempts: int
+
+
+class PlanFinishedLine(_Turned, frozen=True, tag="plan_finished"):
+    status: PlanStatus
+    passed: int
+    total: int
+
+
+PlanLine = (
+    MilestoneStartedLine
+    | GateStartedLine
+    | GateFinishedLine
+    | MilestoneFinishedLine
+    | PlanFinishedLine
+)
+
+_PLAN_LINES: dict[type, type[_Turned]] = {
+    MilestoneStarted: MilestoneStartedLine,
+    GateStarted: GateStartedLine,
+    GateFinished: GateFinishedLine,
+    MilestoneFinished: MilestoneFinishedLine,
+    PlanFinished: PlanFinishedLine,
+}
+"""A plan event's line has its fields; its `turn` is the line's `turn`."""
+
+
+def plan_line(event: PlanEvent) -> PlanLine:
+    return _PLAN_LINES[type(event)](**msgspec.structs.asdict(event))  # type: ignore[return-value]
+
+
+Line = SessionLine | EventLine | PlanLine
+LINE_TYPES: tuple[type[_Line], ...] = (
+    SessionLine,
+    *EventLine.__args__,  # type: ignore[attr-defined]
+    *PlanLine.__args__,  # type: ignore[attr-defined]
+)
 
 
 _SAME_FIELDS: dict[type, type[_Turned]] = {
