@@ -65,8 +65,8 @@ def problem(tmp_path: Path, text: str) -> str:
         ),
         (
             "[zzz]\n",
-            ":1: unknown table [zzz] (valid here: compaction, http, model, models, "
-            "permissions, prices, providers, shell, subagents)",
+            ":1: unknown table [zzz] (valid here: compaction, http, mcp, model, models, "
+            "permissions, prices, providers, shell, subagents, web)",
         ),
     ],
 )
@@ -174,6 +174,24 @@ env_drop = ["AWS_*"]
 
 [http]
 ca = "system"
+
+[mcp.servers.git]
+command = "uvx"
+args = ["mcp-server-git"]
+env = { GIT_PAGER = "cat" }
+cwd = "~/src"
+enabled = true
+startup_timeout = 20
+tool_timeout = 60
+include = ["git_status"]
+exclude = ["git_push"]
+
+[mcp.servers.remote]
+url = "https://mcp.example.com/mcp"
+headers = { Authorization = "Bearer x" }
+
+[web]
+allow_private = ["localhost:3000", "10.0.0.0/8"]
 """
     assert read_toml(write(tmp_path / "config.toml", text)) == tomllib.loads(text)
 
@@ -271,4 +289,6 @@ def test_the_schema_is_one_module_that_declares_every_table() -> None:
         "permissions",
         "shell",
         "http",
+        "mcp",
+        "web",
     }

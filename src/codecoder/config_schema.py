@@ -97,6 +97,41 @@ class HttpTable(_Table, frozen=True, forbid_unknown_fields=True):
     certifi's bundle; absent, SSL_CERT_FILE / SSL_CERT_DIR when set, else certifi."""
 
 
+McpToolNames = list[Annotated[str, msgspec.Meta(min_length=1)]]
+Seconds = Annotated[float, msgspec.Meta(gt=0)]
+
+
+class McpServerTable(_Table, frozen=True, forbid_unknown_fields=True):
+    """`[mcp.servers.NAME]` (docs/mcp.md): a server run as a child process (`command`,
+    `args`, `env`, `cwd`: stdio) or reached at `url` (streamable HTTP, with `headers`).
+    Exactly one of `command` and `url` is checked by `codecoder.mcp.config`."""
+
+    command: str | None = None
+    args: list[str] = []
+    env: dict[str, str] = {}
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = {}
+    enabled: bool = True
+    startup_timeout: Seconds = 10.0
+    tool_timeout: Seconds = 120.0
+    include: McpToolNames = []
+    """Only these of the server's tools (their MCP names); empty: all."""
+    exclude: McpToolNames = []
+
+
+class McpTable(_Table, frozen=True, forbid_unknown_fields=True):
+    servers: dict[str, McpServerTable] = {}
+
+
+class WebTable(_Table, frozen=True, forbid_unknown_fields=True):
+    """`[web]`, read from the user's file only: a repository must not open your network."""
+
+    allow_private: list[str] = []
+    """Exceptions to web_fetch's address guard: a host (`localhost`), a host and port
+    (`localhost:3000`, `[::1]:8080`), an address (`10.1.2.3`) or a range (`10.0.0.0/8`)."""
+
+
 class Config(_Table, frozen=True, forbid_unknown_fields=True):
     """A `config.toml` / `config.local.toml`."""
 
@@ -109,6 +144,8 @@ class Config(_Table, frozen=True, forbid_unknown_fields=True):
     permissions: PermissionsTable = PermissionsTable()
     shell: ShellTable = ShellTable()
     http: HttpTable = HttpTable()
+    mcp: McpTable = McpTable()
+    web: WebTable = WebTable()
 
 
 class TrustedFile(_Table, frozen=True, forbid_unknown_fields=True):
