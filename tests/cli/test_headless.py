@@ -199,11 +199,13 @@ def test_trace_records_commands_and_events(tmp_path: Path) -> None:
     result = run_exec("--script", str(path), "-C", str(tmp_path), "--trace", str(trace), "go")
     assert result.returncode == 0
     records = [json.loads(line) for line in trace.read_text().splitlines()]
-    kinds = [(r["dir"], r["data"]["type"]) for r in records]
-    assert kinds[0] == ("command", "process_message")
+    kinds = [(r["dir"], r["data"].get("type")) for r in records]
+    assert kinds[0] == ("command", "process_message") and records[0]["turn"] == 1
     assert ("event", "tool_started") in kinds and ("event", "done") in kinds
+    assert {r["dir"] for r in records} >= {"command", "event", "request", "stream", "decision"}
     assert {r["thread"] for r in records if r["dir"] == "event"} == {"agent-loop"}
-    assert all(isinstance(r["t"], float) and r["turn"] in (0, 1) for r in records)
+    assert [r["seq"] for r in records] == list(range(1, len(records) + 1))
+    assert all(isinstance(r["t"], float) and r["turn"] == 1 for r in records)
 
 
 # --- live output and signals ---------------------------------------------------------

@@ -36,7 +36,6 @@ from codecoder.kernel.ports import (
     Tool,
     Verdict,
 )
-from codecoder.kernel.trace import Tracer
 from codecoder.providers.scripted import ScriptedProvider
 from tests.invariants import check_history, check_turn
 from tests.kernel.helpers import Echo, make_loop
@@ -452,23 +451,6 @@ def test_cancel_while_waiting_for_a_reply_ends_the_turn_and_ignores_the_late_rep
     assert next(e for e in events if isinstance(e, ToolFinished)).status == "cancelled"
     handle.shutdown()
     check_history(loop.messages)
-
-
-def test_trace_records_commands_and_events_with_thread_and_turn(tmp_path: Path) -> None:
-    trace = tmp_path / "trace.jsonl"
-    tracer = Tracer(trace)
-    loop = make_loop([[call("echo", text="a")], ["fine"]], tmp_path, tracer=tracer)
-    run(loop)
-    tracer.close()
-    records = Tracer.read(trace)
-    assert records[0]["dir"] == "command" and records[0]["data"]["type"] == "process_message"
-    assert records[-1]["dir"] == "command" and records[-1]["data"]["type"] == "shutdown"
-    events = [r for r in records if r["dir"] == "event"]
-    assert {r["thread"] for r in events} == {"agent-loop"}
-    assert all(r["turn"] == 1 for r in events)
-    assert events[-1]["data"]["type"] == "done"
-    times = [r["t"] for r in records]
-    assert times == sorted(times)
 
 
 def test_deny_for_the_session_denies_the_next_call_without_asking(tmp_path: Path) -> None:

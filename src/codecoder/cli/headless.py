@@ -87,7 +87,7 @@ def run_exec(options: ExecOptions) -> int:
         if setup.tracer is not None:
             import traceback
 
-            setup.tracer.note(0, "traceback", traceback.format_exc())
+            setup.tracer.note("exec", setup.loop.turn, "traceback", traceback.format_exc())
         print(f"codecoder: internal error: {exc!r}", file=sys.stderr)
         if trace:
             print(f"codecoder: details in {trace}", file=sys.stderr)

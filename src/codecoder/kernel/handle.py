@@ -31,13 +31,16 @@ CLOSED = object()
 
 
 class Envelope:
-    """A command as the loop receives it: with the turn token made at submit time."""
+    """A command as the loop receives it: with the turn token made at submit time, and
+    the turn number a message will run as (numbered here, in submit order, so the trace
+    files a queued message under its own turn, not the one running when it came)."""
 
-    __slots__ = ("command", "token")
+    __slots__ = ("command", "token", "turn")
 
-    def __init__(self, command: AgentCommand, token: CancelToken | None) -> None:
+    def __init__(self, command: AgentCommand, token: CancelToken | None, turn: int) -> None:
         self.command = command
         self.token = token
+        self.turn = turn
 
 
 class AgentHandle:
@@ -49,6 +52,8 @@ class AgentHandle:
         *,
         on_shutdown: Callable[[], None],
         turn: Callable[[], int],
+        first_turn: int = 0,
+        name: str = "agent",
         tracer: Tracer | None = None,
     ) -> None:
         self._commands = commands
@@ -56,6 +61,8 @@ class AgentHandle:
         self._thread = thread
         self._on_shutdown = on_shutdown
         self._turn = turn
+        self._turns = first_turn
+        self._name = name
         self._tracer = tracer
         self._lock = threading.Lock()
         self._pending: list[CancelToken] = []
@@ -68,11 +75,15 @@ class AgentHandle:
         """Send user intent. Cancel and Shutdown take effect before this returns. A
         message's turn token is a child of `parent` when given (a sub-agent's turn is
         cancelled with the parent's)."""
-        if self._tracer is not None:
-            self._tracer.command(self._turn(), command)
         with self._lock:
             if self._closed or not self._thread.is_alive():
                 raise AgentClosed("the agent has shut down")
+            turn = self._turn()
+            if isinstance(command, ProcessMessage):
+                self._turns += 1
+                turn = self._turns
+            if self._tracer is not None:
+                self._tracer.command(self._name, turn, command)
             token: CancelToken | None = None
             if isinstance(command, ProcessMessage | Compact):
                 token = parent.child() if parent is not None else CancelToken()
@@ -84,7 +95,7 @@ class AgentHandle:
                 if isinstance(command, Shutdown):
                     self._closed = True
                     self._on_shutdown()
-            self._commands.put(Envelope(command, token))
+            self._commands.put(Envelope(command, token, turn))
 
     def send(self, text: str, *, parent: CancelToken | None = None) -> None:
         self.submit(ProcessMessage(user_message(text)), parent=parent)

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import threading
 import traceback
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from queue import SimpleQueue
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from codecoder.kernel import codec
 from codecoder.kernel.cancel import Cancelled, CancelToken
 from codecoder.kernel.commands import Compact, ProcessMessage, Shutdown
 from codecoder.kernel.events import (
@@ -64,7 +65,7 @@ from codecoder.kernel.ports import (
 from codecoder.kernel.reply import ReplyBuilder
 
 if TYPE_CHECKING:
-    from codecoder.kernel.trace import Tracer
+    from codecoder.kernel.trace import Direction, Tracer
 
 DEFAULT_SYSTEM_PROMPT = "You are CodeCoder, a coding agent. Use the tools to do the task."
 
@@ -139,6 +140,8 @@ class AgentLoop:
             self._thread,
             on_shutdown=self._closing.set,
             turn=lambda: self.turn,
+            first_turn=first_turn,
+            name=name,
             tracer=tracer,
         )
 
@@ -167,7 +170,7 @@ class AgentLoop:
                 if isinstance(command, Shutdown):
                     break
                 if isinstance(command, ProcessMessage) and envelope.token is not None:
-                    self._turn(command.message, envelope.token)
+                    self._turn(command.message, envelope.token, envelope.turn)
                 elif isinstance(command, Compact) and envelope.token is not None:
                     self._compact_on_demand(envelope.token)
         finally:
@@ -175,9 +178,14 @@ class AgentLoop:
             self._events.put(CLOSED)
 
     def _emit(self, event: AgentEvent) -> None:
+        if self._tracer is None:
+            self._events.put(event)
+        else:
+            self._tracer.event(self.name, self.turn, event, self._events.put)
+
+    def _trace(self, direction: Direction, data: object) -> None:
         if self._tracer is not None:
-            self._tracer.event(self.turn, event)
-        self._events.put(event)
+            self._tracer.line(direction, self.name, self.turn, data)
 
     def _commit(self, message: Message) -> Message:
         """Give the message its id, make it part of history and durable (invariant 6)."""
@@ -190,8 +198,8 @@ class AgentLoop:
 
     # --- a turn ----------------------------------------------------------------------
 
-    def _turn(self, message: Message, token: CancelToken) -> None:
-        self.turn += 1
+    def _turn(self, message: Message, token: CancelToken, turn: int) -> None:
+        self.turn = turn
         reason: DoneReason = "completed"
         try:
             self._commit(message)
@@ -246,6 +254,7 @@ class AgentLoop:
         self._messages = [view.summary, *kept]
         if isinstance(self._history, CompactionSink):
             self._history.record_compaction(view)
+        self._trace("compaction", {"first_kept_id": view.first_kept_id, "summary": view.summary})
         self._emit(Compacted(before_tokens=view.before_tokens, after_tokens=view.after_tokens))
         return True
 
@@ -301,9 +310,10 @@ class AgentLoop:
         """Stream one reply into history; return its tool calls. A cancel or a failure
         mid-stream keeps what arrived as an interrupted message, then raises."""
         stream: SimpleQueue[object] = SimpleQueue()
+        request = self._request()
         reader = threading.Thread(
             target=_read_stream,
-            args=(self._provider, self._request(), token, stream),
+            args=(self._provider, request, token, stream, self._stream_tracer()),
             name=f"{self.name}-reader-{self.turn}",
             daemon=True,
         )
@@ -311,6 +321,8 @@ class AgentLoop:
         self._readers.append(reader)
         unregister = token.on_cancel(lambda: stream.put(_CANCELLED))
         self._emit(StatusUpdate("thinking"))
+        if self._tracer is not None:
+            self._trace_request(request)
         reader.start()
         builder = ReplyBuilder()
         calls: list[ToolCall] = []
@@ -327,6 +339,30 @@ class AgentLoop:
         if self._compactor is not None:
             self._compactor.observe(self._messages, self._usage)
         return calls
+
+    def _trace_request(self, request: ProviderRequest) -> None:
+        """A request's hash and size (and with `--trace-bodies` the request itself): two
+        requests with the same hash sent the model the same thing."""
+        import hashlib
+
+        body = codec.encode(request)
+        data: dict[str, object] = {
+            "purpose": request.purpose,
+            "messages": len(request.messages),
+            "bytes": len(body),
+            "sha256": hashlib.sha256(body).hexdigest(),
+        }
+        if self._tracer is not None and self._tracer.bodies:
+            data["body"] = msgspec.Raw(body)
+        self._trace("request", data)
+
+    def _stream_tracer(self) -> Callable[[StreamEvent], None] | None:
+        """What the reader thread calls with each raw stream event, when tracing."""
+        tracer = self._tracer
+        if tracer is None:
+            return None
+        name, turn = self.name, self.turn
+        return lambda event: tracer.line("stream", name, turn, event)
 
     def _keep(self, builder: ReplyBuilder, *, interrupted: bool) -> None:
         message = builder.build(0, interrupted=interrupted)
@@ -417,7 +453,11 @@ class AgentLoop:
                 )
             self._authorise(tool, call, token)
             ctx = ToolContext(
-                call_id=call.id, cancel=token, workspace=self.workspace, emit=self._emit
+                call_id=call.id,
+                cancel=token,
+                workspace=self.workspace,
+                emit=self._emit,
+                replied=self._trace_reply if self._tracer is not None else None,
             )
             result = tool.run(call.args, ctx)
         except ToolFailure as failure:
@@ -439,6 +479,7 @@ class AgentLoop:
         if self._policy is None:
             return
         decision = self._policy.decide(tool, call)
+        self._trace("decision", {"tool_call_id": call.id, **msgspec.structs.asdict(decision)})
         if decision.verdict == "allow":
             return
         if decision.verdict == "deny":
@@ -446,6 +487,7 @@ class AgentLoop:
         reply: Oneshot[ConfirmReply] = Oneshot()
         self._emit(ConfirmRequest(tool_call=call, reason=decision.reason, reply=reply))
         answer = reply.recv(cancel=token)
+        self._trace_reply(reply, answer)
         if answer.decision in ("allow_session", "allow_project"):
             scope = "session" if answer.decision == "allow_session" else "project"
             try:
@@ -460,10 +502,13 @@ class AgentLoop:
                 message += f": {answer.message}"
             raise ToolFailure("denied", message)
 
+    def _trace_reply(self, reply: Oneshot[Any], answer: object) -> None:
+        self._trace("reply", {"request_id": reply.request_id, "answer": answer, "by": reply.by})
+
     def _note_crash(self, exc: BaseException) -> None:
         if self._tracer is not None:
             detail = "".join(traceback.format_exception(exc))
-            self._tracer.note(self.turn, "traceback", detail)
+            self._tracer.note(self.name, self.turn, "traceback", detail)
 
 
 def _read_stream(
@@ -471,6 +516,7 @@ def _read_stream(
     request: ProviderRequest,
     token: CancelToken,
     out: SimpleQueue[object],
+    trace: Callable[[StreamEvent], None] | None,
 ) -> None:
     """The reader thread: provider events into the loop's queue. The loop never waits
     for this thread; on cancel it is woken by the CancelToken instead."""
@@ -478,6 +524,8 @@ def _read_stream(
         for event in provider.stream(request, token):
             if token.is_cancelled():
                 return
+            if trace is not None:
+                trace(event)
             out.put(event)
         out.put(_END)
     except BaseException as exc:

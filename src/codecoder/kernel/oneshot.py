@@ -23,7 +23,7 @@ class OneshotError(Exception):
 
 
 class Oneshot(Generic[T]):
-    __slots__ = ("_closed", "_event", "_lock", "_sent", "_value", "request_id")
+    __slots__ = ("_closed", "_event", "_lock", "_sent", "_value", "by", "request_id")
 
     def __init__(self, request_id: str | None = None) -> None:
         self.request_id = request_id or f"req_{next(_ids)}"
@@ -32,8 +32,11 @@ class Oneshot(Generic[T]):
         self._sent = False
         self._closed = False
         self._value: T | None = None
+        self.by = ""
+        """Who answered (a client's name, `stdin`, `timeout` …), for the trace and the
+        record; empty until answered."""
 
-    def send(self, value: T) -> bool:
+    def send(self, value: T, *, by: str = "client") -> bool:
         """Deliver the answer. False when nobody waits any more (the asker was cancelled
         or another client answered first is not a second send: that one raises)."""
         with self._lock:
@@ -43,6 +46,7 @@ class Oneshot(Generic[T]):
             if self._closed:
                 return False
             self._value = value
+            self.by = by
         self._event.set()
         return True
 

@@ -136,6 +136,8 @@ class ToolContext(msgspec.Struct):
     workspace: Path
     emit: Callable[[AgentEvent], None]
     extra_roots: tuple[Path, ...] = ()
+    replied: Callable[[Oneshot[Any], object], None] | None = None
+    """Told each answer to a question the tool asked (the loop traces it)."""
 
     def output(self, chunk: str) -> None:
         self.emit(ToolOutput(id=self.call_id, chunk=chunk))
@@ -144,7 +146,10 @@ class ToolContext(msgspec.Struct):
         """Ask through the reply oneshot; raises Cancelled if the turn is cancelled."""
         reply: Oneshot[str] = Oneshot()
         self.emit(AskUser(question=question, options=options, reply=reply))
-        return reply.recv(cancel=self.cancel)
+        answer = reply.recv(cancel=self.cancel)
+        if self.replied is not None:
+            self.replied(reply, answer)
+        return answer
 
 
 @runtime_checkable
@@ -186,9 +191,21 @@ class ToolSource(Protocol):
 Verdict = Literal["allow", "ask", "deny"]
 
 
+DecisionLevel = Literal["", "mode", "refusal", "session", "project", "user", "default"]
+"""The level of the chain that decided: the approval mode itself, a "deny, this session"
+answer, a session grant, a project or user rule, or the built-in default."""
+
+
 class Decision(msgspec.Struct, frozen=True):
+    """A policy's verdict on a call, with what the trace shows of why: the deciding `rule`
+    as written (empty when no rule decided), its `level`, and the `parts` the call was
+    read as (one line each, as questions show them: "edit_file: write /w/a.py")."""
+
     verdict: Verdict
     reason: str = ""
+    rule: str = ""
+    level: DecisionLevel = ""
+    parts: tuple[str, ...] = ()
 
 
 @runtime_checkable
