@@ -199,6 +199,9 @@ class PlanRunner:
         passed = 0
         try:
             for index, milestone in enumerate(self.plan.milestones):
+                if self.cancelled:  # before it starts: nothing of it to report
+                    status = "cancelled"
+                    break
                 outcome = self._milestone(index, milestone)
                 if outcome != "passed":
                     status = outcome
@@ -247,7 +250,7 @@ class PlanRunner:
             failure = checked
         attempts = 0
         while attempts < self.plan.max_attempts:
-            if self.cancelled:
+            if self.cancelled and (attempts or failure is not None):  # it has started
                 return self._finished(milestone, "cancelled", attempts)
             attempts += 1
             self._open = (milestone.name, attempts)

@@ -222,7 +222,9 @@ def _shown(value: object) -> str:
         return "true" if value else "false"
     if isinstance(value, str):
         text = value if len(value) <= 40 else value[:39] + "…"
-        return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        text = text.replace("\\", "\\\\").replace('"', '\\"')
+        text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+        return f'"{text}"'
     if isinstance(value, int | float):
         return repr(value)
     if isinstance(value, list):
