@@ -112,16 +112,19 @@ def fifty(count: int = 50) -> str:
     return "\n".join(parts)
 
 
-def bookkeeping(folder: Path, trial: int) -> float:
-    """One 50-milestone plan, from the file to PlanFinished (ms)."""
+def bookkeeping(folder: Path, trial: int, *, store_it: bool = True) -> float:
+    """One 50-milestone plan, from the file to PlanFinished (ms); without the store when
+    `store_it` is false."""
     path = folder / f"plan{trial}.toml"
     path.write_text(fifty())
     with SessionStore(folder / f"store{trial}.sqlite3") as store:
         session = store.create(folder, "scripted")  # as build_agent does, before the plan
         started = time.perf_counter()
         plan = load_plan(path)
-        run_id = begin_run(store, session, folder, plan)
-        progress = StoreProgress(store, run_id, SessionLog(store, session))
+        progress = None
+        if store_it:
+            run_id = begin_run(store, session, folder, plan)
+            progress = StoreProgress(store, run_id, SessionLog(store, session))
         runner = PlanRunner(plan, InstantAgent(), ProcessManager(), folder, progress=progress)
         runner.start()
         last = None
@@ -188,6 +191,8 @@ def main() -> None:
         bookkeeping(folder, -1)  # warm: imports, first store
         books = [bookkeeping(folder, trial) for trial in range(args.plans)]
         print(f"50-milestone plan, bookkeeping:      {summary(books)}  (target <= 50 ms)")
+        bare = [bookkeeping(folder, 1000 + trial, store_it=False) for trial in range(args.plans)]
+        print(f"the same without the store:          {summary(bare)}")
 
         real_turns(folder, -1, True)
         real_turns(folder, -2, False)
