@@ -500,3 +500,31 @@ def test_a_gate_sees_no_secret_of_the_environment(tmp_path: Path, ws: Path) -> N
         check=True,
     )
     assert "sk-secret-123" not in (ws / "env.txt").read_text()
+
+
+def test_the_trace_holds_the_plan_events_in_the_order_the_face_saw(
+    tmp_path: Path, ws: Path
+) -> None:
+    from codecoder.kernel.trace import Tracer
+
+    trace = tmp_path / "trace.jsonl"
+    text = '[[milestones]]\nname = "m"\ntask = "t"\ngates = ["true", "true"]\n'
+    result = run_plan(
+        plan_file(tmp_path, text), script(tmp_path, [["ok"]]), ws, "--json", "--trace", str(trace)
+    )
+    assert result.returncode == 0, result.stderr
+    shown = [line["type"] for line in lines_of(result.stdout)[1:]]
+    records = sorted(Tracer.read(trace), key=lambda record: record["seq"])
+    events = [r for r in records if r["dir"] == "event"]
+    assert [r["data"]["type"] for r in events] == shown  # one order: the stream's
+    plan = [r for r in events if r["agent"] == "plan"]
+    assert [r["data"]["type"] for r in plan] == [
+        "milestone_started",
+        "gate_started",
+        "gate_finished",
+        "gate_started",
+        "gate_finished",
+        "milestone_finished",
+        "plan_finished",
+    ]
+    assert all(r["thread"] == "plan-runner" for r in plan)

@@ -82,7 +82,7 @@ def run_plan(options: ExecOptions) -> int:
         if setup.tracer is not None:
             import traceback
 
-            setup.tracer.note(0, "traceback", traceback.format_exc())
+            setup.tracer.note("exec", setup.loop.turn, "traceback", traceback.format_exc())
         print(f"codecoder: internal error: {exc!r}", file=sys.stderr)
         if options.agent.trace:
             print(f"codecoder: details in {options.agent.trace}", file=sys.stderr)
@@ -120,7 +120,7 @@ class _PlanFace(_Runner):
 
     def run_plan(self, earlier: PlanRunInfo | None) -> int:
         from codecoder.plan.progress import StoreProgress, begin_run
-        from codecoder.plan.runner import PlanRunner
+        from codecoder.plan.runner import TRACE_NAME, PlanRunner
 
         setup = self.setup
         assert setup.log is not None
@@ -137,6 +137,7 @@ class _PlanFace(_Runner):
             progress=StoreProgress(store, run_id, setup.log),
             first_turn=setup.first_turn,
             earlier=earlier.passed if earlier is not None else (),
+            tracer=setup.tracer,
         )
         self.runner = runner
         if self.json:
@@ -156,7 +157,7 @@ class _PlanFace(_Runner):
             import traceback
 
             detail = "".join(traceback.format_exception(runner.crash))
-            setup.tracer.note(self.turn, "traceback", detail)
+            setup.tracer.note(TRACE_NAME, self.turn, "traceback", detail)
         return self._plan_exit_code()
 
     def _cancel(self) -> None:

@@ -50,6 +50,7 @@ from codecoder.plan.spec import Milestone, Plan
 
 if TYPE_CHECKING:
     from codecoder.kernel.handle import AgentHandle
+    from codecoder.kernel.trace import Tracer
     from codecoder.tools.process import CommandOutcome, ProcessManager
 
 
@@ -115,6 +116,8 @@ if TYPE_CHECKING:  # the real things satisfy the ports
     _progress: ProgressSink = NoProgress()
 
 PlanStreamEvent = AgentEvent | PlanEvent
+TRACE_NAME = "plan"
+"""The `agent` of the runner's lines in a trace (`--trace FILE`)."""
 _END = object()
 _Cancelled = Literal["cancelled"]
 _CANCELLED: _Cancelled = "cancelled"
@@ -135,6 +138,7 @@ class PlanRunner:
         progress: ProgressSink | None = None,
         first_turn: int = 0,
         earlier: Collection[str] = (),
+        tracer: Tracer | None = None,
     ) -> None:
         self.plan = plan
         self.workspace = workspace
@@ -142,6 +146,7 @@ class PlanRunner:
         self._commands = commands
         self._progress = progress or NoProgress()
         self._earlier = frozenset(earlier)
+        self._tracer = tracer
         self._turn = first_turn
         self._token = CancelToken()
         self._out: SimpleQueue[object] = SimpleQueue()
@@ -234,8 +239,12 @@ class PlanRunner:
             self._out.put(_END)
 
     def _emit(self, event: PlanEvent | Error) -> None:
-        """Put out an event of the runner's own."""
-        self._out.put(event)
+        """Put out an event of the runner's own (the agent's loop traces its own events):
+        traced as agent "plan", numbered in the same step as it is put out."""
+        if self._tracer is not None:
+            self._tracer.event(TRACE_NAME, self._turn, event, self._out.put)
+        else:
+            self._out.put(event)
 
     def _milestone(self, index: int, milestone: Milestone) -> MilestoneStatus:
         failure: GateFailure | None = None
