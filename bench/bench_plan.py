@@ -55,8 +55,11 @@ class InstantAgent:
     def __init__(self) -> None:
         self._events: SimpleQueue[AgentEvent] = SimpleQueue()
 
-    def send(self, text: str, *, parent: CancelToken | None = None) -> None:
+    def send(self, text: str) -> None:
         self._events.put(Done(cancelled=False, reason="completed"))
+
+    def cancel(self) -> None:
+        return None
 
     def next_event(self, timeout: float | None = None) -> AgentEvent | None:
         return self._events.get(timeout=timeout)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -21,7 +21,13 @@ from codecoder.plan.events import (
     PlanFinished,
 )
 from codecoder.plan.progress import StoreProgress, begin_run
-from codecoder.plan.runner import NoProgress, PlanRunner, PlanStreamEvent, ProgressSink
+from codecoder.plan.runner import (
+    AgentPort,
+    NoProgress,
+    PlanRunner,
+    PlanStreamEvent,
+    ProgressSink,
+)
 from codecoder.plan.spec import Plan, parse_plan
 from codecoder.providers.scripted import ScriptedProvider
 from codecoder.sessions import SessionStore
@@ -29,6 +35,12 @@ from codecoder.tools.files import WriteFile
 from codecoder.tools.process import ProcessManager
 
 StartAgent = Callable[[AgentLoop], AgentHandle]
+
+if TYPE_CHECKING:  # every face's client side can drive a plan
+    from codecoder.daemon.client import RemoteAgent
+
+    _local: AgentPort = AgentHandle.__new__(AgentHandle)
+    _remote: AgentPort = RemoteAgent.__new__(RemoteAgent)
 PLAN_EVENTS = (MilestoneStarted, GateStarted, GateFinished, MilestoneFinished, PlanFinished)
 
 

@@ -13,12 +13,13 @@ cancel, their output capped, their environment scrubbed of secrets: a gate often
 code the model wrote, and its output goes back to the model). The first gate that fails
 ends the chain; its report is the next user message of the same milestone.
 
-Cancel is one sticky token: every turn the runner starts is a child of it (so a cancel
-that races a `send` still cancels that turn) and every gate runs under it.
+Cancel is one sticky token: flipping it cancels the agent's turn (and, checked again
+right after each `send`, a turn sent as it flipped), and every gate runs under it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator
@@ -55,10 +56,15 @@ if TYPE_CHECKING:
 
 
 class AgentPort(Protocol):
-    """What the runner needs of an agent: AgentHandle's client side."""
+    """What the runner needs of an agent: the client side every face holds (AgentHandle,
+    the daemon's RemoteAgent)."""
 
-    def send(self, text: str, *, parent: CancelToken | None = None) -> None:
-        """Start a turn with this user message; its cancel token a child of `parent`."""
+    def send(self, text: str) -> None:
+        """Start a turn with this user message (queued behind a running one)."""
+        ...
+
+    def cancel(self) -> None:
+        """Cancel the running or queued turn; from any thread."""
         ...
 
     def next_event(self, timeout: float | None = None) -> AgentEvent | None:
@@ -162,12 +168,17 @@ class PlanRunner:
     # --- the client side ---------------------------------------------------------------
 
     def start(self) -> None:
+        self._token.on_cancel(self._cancel_agent)
         self._thread.start()
 
     def cancel(self) -> None:
         """Stop the plan at once, from any thread: the running turn is cancelled, a
         running gate's tree killed, and nothing further starts."""
         self._token.cancel()
+
+    def _cancel_agent(self) -> None:
+        with contextlib.suppress(AgentClosed):  # it has ended: nothing runs
+            self._agent.cancel()
 
     @property
     def cancelled(self) -> bool:
@@ -301,11 +312,13 @@ class PlanRunner:
         self._progress.turn_started()
         self._turn += 1
         try:
-            self._agent.send(text, parent=self._token)
+            self._agent.send(text)
         except AgentClosed:
             if self.cancelled:  # the face shut the agent down while cancelling
                 return Done(cancelled=True, reason="shutdown")
             raise
+        if self.cancelled:  # a cancel that came before the turn existed: cancel it now
+            self._cancel_agent()
         while True:
             event = self._agent.next_event()
             if event is None:
