@@ -94,6 +94,11 @@ class BodyTooLarge(TransportError):
 
 Origin = tuple[str, str, int]
 """(scheme, host, port)."""
+AddrInfo = tuple[socket.AddressFamily, socket.SocketKind, int, str, tuple[Any, ...]]
+Resolver = Callable[[str, int], list[AddrInfo]]
+"""getaddrinfo's part: the addresses to try for (host, port), in order. A pool given one
+connects only to what it returns (web_fetch's checked addresses); it may raise a
+TransportError to refuse the host."""
 
 
 class SocketWatch(Protocol):
@@ -205,6 +210,7 @@ class _Connection(http.client.HTTPConnection):
         super().__init__(*where, timeout=pool.connect_timeout)
         self.key = key
         self.watch = watch
+        self.resolve = pool.resolve
         self.idle_since = 0.0
         self.auto_open = 0  # connect only when we say so, never as a side effect of send
         self.default_port = 443 if scheme == "https" else 80  # left out of Host
@@ -216,7 +222,7 @@ class _Connection(http.client.HTTPConnection):
             self.set_tunnel(host, port, proxy.headers)
 
     def _open(self, address: tuple[str, int], timeout: float, *_: Any) -> socket.socket:
-        return _connect(*address, timeout, self.watch)
+        return _connect(*address, timeout, self.watch, self.resolve)
 
     def connect(self) -> None:
         try:
@@ -346,7 +352,9 @@ class Response:
 
 class Pool:
     """Keep-alive connections to the origins one endpoint needs (a redirect may add one);
-    thread-safe. `trust`: what server certificates must chain to."""
+    thread-safe. `trust`: what server certificates must chain to. `resolve`: where a host
+    is (default: getaddrinfo). `proxies`: False ignores the environment's proxies (a
+    proxy would look the host up itself, after `resolve` checked it)."""
 
     def __init__(
         self,
@@ -356,8 +364,12 @@ class Pool:
         write: float,
         user_agent: str,
         trust: TrustStore | None = None,
+        resolve: Resolver | None = None,
+        proxies: bool = True,
     ) -> None:
         self.connect_timeout = connect
+        self.resolve = resolve
+        self.proxies = proxies
         self.read_timeout = read
         self.write_timeout = write
         self.user_agent = user_agent
@@ -373,14 +385,18 @@ class Pool:
         headers: Mapping[str, str],
         body: bytes = b"",
         watch: SocketWatch | None = None,
+        follow_redirects: bool = True,
     ) -> Response:
         """Send and read the answer's head. Redirects are followed on the same host only
         (307 and 308 always, 301, 302 and 303 for a GET; http may become https, never the
         reverse): a request carries keys and the conversation, which another host gets
-        only if the user's configuration names it. Other redirects come back as they are.
-        `watch` is told of every socket the request is about to use."""
+        only if the user's configuration names it. Other redirects come back as they are,
+        and every redirect does with `follow_redirects` False. `watch` is told of every
+        socket the request is about to use."""
         for _ in range(_MAX_REDIRECTS + 1):
             response = self._send(method, url, headers, body, watch)
+            if not follow_redirects:
+                return response
             target = _redirect(method, url, response.status, response.headers.get("location"))
             if target is None:
                 return response
@@ -415,7 +431,7 @@ class Pool:
         watch: SocketWatch | None,
     ) -> Response:
         scheme, host, port, target = _split(url)
-        proxy = _proxy_for(scheme, host, port)
+        proxy = _proxy_for(scheme, host, port) if self.proxies else None
         key: Origin = (scheme, host, port)
         given = {name.lower() for name in headers}
         fields = {"User-Agent": self.user_agent, "Accept-Encoding": "identity"}
@@ -513,14 +529,23 @@ def _detail(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-def _connect(host: str, port: int, timeout: float, watch: SocketWatch | None) -> socket.socket:
+def _connect(
+    host: str,
+    port: int,
+    timeout: float,
+    watch: SocketWatch | None,
+    resolve: Resolver | None = None,
+) -> socket.socket:
     """A TCP connection, trying each address in turn, as socket.create_connection does.
     Each connect begins before the watch is told (a shutdown before it began would not stop
     it). Name resolution cannot be woken: it is bounded by the resolver's own timeout."""
     if watch is not None:
         watch.check()
     try:
-        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        if resolve is not None:
+            addresses = resolve(host, port)
+        else:
+            addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except OSError as exc:
         raise ConnectFailed(f"{host}:{port}: {exc.strerror or exc}") from exc
     error: OSError | None = None
