@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from queue import SimpleQueue
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -414,3 +415,53 @@ def test_the_runner_talks_to_the_agent_only_through_its_handle() -> None:
     kernel = Path(codecoder.kernel.__file__).parent
     for path in kernel.glob("*.py"):
         assert "codecoder.plan" not in path.read_text(), path.name
+
+
+class RecordingAgent:
+    """An AgentPort that notes each call; a turn ends only when it is cancelled."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self._events: SimpleQueue[Done] = SimpleQueue()
+
+    def send(self, text: str) -> None:
+        self.calls.append("send")
+
+    def cancel(self) -> None:
+        self.calls.append("cancel")
+        if "send" in self.calls:
+            self._events.put(Done(cancelled=True, reason="cancelled"))
+
+    def next_event(self, timeout: float | None = None) -> Done | None:
+        return self._events.get(timeout=timeout)
+
+
+class CancelAtTurn(NoProgress):
+    """Cancels the plan right before the runner sends a turn: the cancel reaches an agent
+    with nothing to cancel yet."""
+
+    def __init__(self) -> None:
+        self.runner: PlanRunner | None = None
+
+    def turn_started(self) -> None:
+        assert self.runner is not None
+        self.runner.cancel()
+
+
+def test_a_cancel_that_races_a_send_still_cancels_that_turn(
+    ws: Path, manager: ProcessManager
+) -> None:
+    agent = RecordingAgent()
+    progress = CancelAtTurn()
+    plan = plan_of('[[milestones]]\nname = "m"\ntask = "t"\ngates = ["touch gate-ran"]\n')
+    runner = PlanRunner(plan, agent, manager, ws, progress=progress)
+    progress.runner = runner
+    runner.start()
+    events = [event for event in iter(lambda: runner.next_event(timeout=10), None)]
+    runner.join()
+    assert agent.calls == ["cancel", "send", "cancel"]
+    assert events[-2:] == [
+        MilestoneFinished("m", "cancelled", 1, 1),
+        PlanFinished("cancelled", 0, 1, 1),
+    ]
+    assert not (ws / "gate-ran").exists()
