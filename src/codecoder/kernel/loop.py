@@ -38,6 +38,7 @@ from codecoder.kernel.events import (
     Usage,
 )
 from codecoder.kernel.handle import CLOSED, AgentHandle, Envelope
+from codecoder.kernel.journal import CANCELLED, END, LIVE, Journal, Start, StreamSource
 from codecoder.kernel.messages import Message, Text, ToolCall, ToolResult, tool_result
 from codecoder.kernel.oneshot import Oneshot
 from codecoder.kernel.ports import (
@@ -69,8 +70,6 @@ if TYPE_CHECKING:
 
 DEFAULT_SYSTEM_PROMPT = "You are CodeCoder, a coding agent. Use the tools to do the task."
 
-_CANCELLED = object()
-_END = object()
 _COALESCE = 512
 
 
@@ -106,6 +105,7 @@ class AgentLoop:
         name: str = "agent",
         compactor: Compactor | None = None,
         tool_source: ToolSource | None = None,
+        journal: Journal | None = None,
     ) -> None:
         self._provider = provider
         self._tools = {tool.name: tool for tool in tools}
@@ -123,6 +123,7 @@ class AgentLoop:
         self.max_rounds = max_rounds
         self._tracer = tracer
         self._compactor = compactor
+        self._journal = journal or LIVE
         self._usage: Usage | None = None
         self._messages: list[Message] = list(messages)
         # a resumed view may lack the store's last ids (compacted, or dropped by repair)
@@ -151,6 +152,18 @@ class AgentLoop:
         return tuple(self._messages)
 
     def start(self) -> AgentHandle:
+        self._journal.started(
+            Start(
+                tools=tuple(self._fixed),
+                first_turn=self.turn,
+                next_id=self._next_id,
+                max_rounds=self.max_rounds,
+                view=tuple(m.id if m.id > 0 else m for m in self._messages),
+                policy=self._policy is not None,
+                compactor=self._compactor is not None,
+                source=self._source is not None,
+            )
+        )
         self._thread.start()
         return self._handle
 
@@ -178,6 +191,8 @@ class AgentLoop:
             self._events.put(CLOSED)
 
     def _emit(self, event: AgentEvent) -> None:
+        if self._journal.watches_events:
+            self._journal.emitted(event)
         if self._tracer is None:
             self._events.put(event)
         else:
@@ -193,6 +208,7 @@ class AgentLoop:
         self._next_id += 1
         self._messages.append(message)
         if self._history is not None:
+            self._journal.committing()
             self._history.append(message)
         return message
 
@@ -202,7 +218,7 @@ class AgentLoop:
         self.turn = turn
         reason: DoneReason = "completed"
         try:
-            self._commit(message)
+            self._journal.turn(turn, self._commit(message).id)
             reason = self._rounds(token)
         except Cancelled:
             reason = "shutdown" if token.reason == "shutdown" else "cancelled"
@@ -213,18 +229,20 @@ class AgentLoop:
             self._note_crash(exc)
             self._emit(Error(kind="internal", message=f"internal error: {exc!r}"))
             reason = "error"
-        if self._closing.is_set() and reason == "cancelled":
+        if reason == "cancelled" and self._journal.closing(self._closing.is_set()):
             reason = "shutdown"
         self._show_notices()
         self._handle.turn_finished(token)
-        self._emit(Done(cancelled=reason in ("cancelled", "shutdown"), reason=reason))
+        done = Done(cancelled=reason in ("cancelled", "shutdown"), reason=reason)
+        self._emit(done)
+        self._journal.ended(turn, done)
 
     def _rounds(self, token: CancelToken) -> DoneReason:
         retried = False
         rounds = 0
         while rounds < self.max_rounds:
-            token.check()
-            self._apply(self._compactor.ready() if self._compactor else None)
+            self._journal.check(token)
+            self._apply(self._journal.ready(self._compactor))
             try:
                 calls = self._stream_reply(token)
             except ProviderError as exc:
@@ -232,14 +250,15 @@ class AgentLoop:
                     raise
                 retried = True  # compact and retry once
                 self._emit(StatusUpdate("compacting", "the context is too long"))
-                if not self._apply(self._compactor.compact_now(self._messages, token)):
+                view = self._journal.compact_now(self._compactor, self._messages, token)
+                if not self._apply(view):
                     raise
                 continue
             rounds += 1
             if not calls:
                 return "completed"
             self._run_tools(calls, token)
-        token.check()
+        self._journal.check(token)
         limit = f"{self.max_rounds} round{'' if self.max_rounds == 1 else 's'}"
         self._emit(Error(kind="max_rounds", message=f"stopped after {limit}"))
         return "max_rounds"
@@ -260,17 +279,20 @@ class AgentLoop:
 
     def _compact_on_demand(self, token: CancelToken) -> None:
         """`/compact`: answered by Compacted, or a StatusUpdate saying why not."""
+        self._journal.compact_command()
         try:
             if self._compactor is None:
                 self._emit(StatusUpdate("compact", "compaction is not configured"))
                 return
             self._emit(StatusUpdate("compacting", "on request"))
-            if not self._apply(self._compactor.compact_now(self._messages, token)):
+            view = self._journal.compact_now(self._compactor, self._messages, token)
+            if not self._apply(view):
                 self._emit(StatusUpdate("compact", "nothing to compact"))
         except Cancelled:
             self._emit(StatusUpdate("compact", "cancelled"))
         finally:
             self._handle.turn_finished(token)
+            self._journal.ended(self.turn, None)
 
     def _request(self) -> ProviderRequest:
         self._take_up_tools()
@@ -309,21 +331,11 @@ class AgentLoop:
     def _stream_reply(self, token: CancelToken) -> list[ToolCall]:
         """Stream one reply into history; return its tool calls. A cancel or a failure
         mid-stream keeps what arrived as an interrupted message, then raises."""
-        stream: SimpleQueue[object] = SimpleQueue()
         request = self._request()
-        reader = threading.Thread(
-            target=_read_stream,
-            args=(self._provider, request, token, stream, self._stream_tracer()),
-            name=f"{self.name}-reader-{self.turn}",
-            daemon=True,
-        )
-        self._readers = [r for r in self._readers if r.is_alive()]
-        self._readers.append(reader)
-        unregister = token.on_cancel(lambda: stream.put(_CANCELLED))
         self._emit(StatusUpdate("thinking"))
         if self._tracer is not None:
             self._trace_request(request)
-        reader.start()
+        stream = self._journal.stream(lambda: self._read(request, token), token)
         builder = ReplyBuilder()
         calls: list[ToolCall] = []
         self._usage = None
@@ -334,11 +346,25 @@ class AgentLoop:
             self._abandon(calls)
             raise
         finally:
-            unregister()
+            stream.close()
         self._keep(builder, interrupted=False)
         if self._compactor is not None:
             self._compactor.observe(self._messages, self._usage)
         return calls
+
+    def _read(self, request: ProviderRequest, token: CancelToken) -> StreamSource:
+        """The live reply: read on a reader thread of its own into a queue."""
+        stream = _LiveStream(token)
+        reader = threading.Thread(
+            target=_read_stream,
+            args=(self._provider, request, token, stream.queue, self._stream_tracer()),
+            name=f"{self.name}-reader-{self.turn}",
+            daemon=True,
+        )
+        self._readers = [r for r in self._readers if r.is_alive()]
+        self._readers.append(reader)
+        reader.start()
+        return stream
 
     def _trace_request(self, request: ProviderRequest) -> None:
         """A request's hash and size (and with `--trace-bodies` the request itself): two
@@ -366,23 +392,30 @@ class AgentLoop:
 
     def _keep(self, builder: ReplyBuilder, *, interrupted: bool) -> None:
         message = builder.build(0, interrupted=interrupted)
+        self._journal.stream_kept(self._next_id if message is not None else 0)
         if message is not None:
             self._commit(message)
 
     def _pump(
         self,
-        stream: SimpleQueue[object],
+        stream: StreamSource,
         token: CancelToken,
         builder: ReplyBuilder,
         calls: list[ToolCall],
     ) -> None:
+        journal = self._journal
+        records = journal.records
         pending: object = None
         while True:
             item = pending if pending is not None else stream.get()
             pending = None
-            if item is _CANCELLED or token.is_cancelled():
+            if item is CANCELLED or token.is_cancelled():
+                if records:
+                    journal.took(CANCELLED, token)
                 raise Cancelled(token.reason)
-            if item is _END:
+            if records and not isinstance(item, TextDelta):
+                journal.took(item, token)
+            if item is END:
                 return
             if isinstance(item, TextDelta):
                 # Coalesce what has already arrived: one event for a burst of tokens.
@@ -394,6 +427,8 @@ class AgentLoop:
                         break
                     parts.append(nxt.text)
                 text = parts[0] if len(parts) == 1 else "".join(parts)
+                if records:
+                    journal.took_text(len(text))
                 builder.text(text)
                 self._emit(NewToken(text))
             elif isinstance(item, BaseException):
@@ -424,7 +459,7 @@ class AgentLoop:
         committed result, even when the turn was cancelled before it ran."""
         for call in calls:
             self._emit(ToolStarted(id=call.id, name=call.name, args=call.args))
-            if token.is_cancelled():
+            if self._journal.cancelled(token):
                 finished = ToolFinished(call.id, call.name, result=_cancelled(call))
             else:
                 self._emit(StatusUpdate("running_tool", call.name))
@@ -459,7 +494,7 @@ class AgentLoop:
                 emit=self._emit,
                 replied=self._trace_reply if self._tracer is not None else None,
             )
-            result = tool.run(call.args, ctx)
+            result = self._journal.run_tool(tool, call, ctx, self._next_id)
         except ToolFailure as failure:
             return ToolFinished(call.id, call.name, error=failure.error)
         except Cancelled:
@@ -478,7 +513,7 @@ class AgentLoop:
         channel (seed §3.8)."""
         if self._policy is None:
             return
-        decision = self._policy.decide(tool, call)
+        decision = self._journal.decide(self._policy, tool, call)
         self._trace("decision", {"tool_call_id": call.id, **msgspec.structs.asdict(decision)})
         if decision.verdict == "allow":
             return
@@ -486,17 +521,16 @@ class AgentLoop:
             raise ToolFailure("denied", decision.reason or f"{call.name} is not allowed")
         reply: Oneshot[ConfirmReply] = Oneshot()
         self._emit(ConfirmRequest(tool_call=call, reason=decision.reason, reply=reply))
-        answer = reply.recv(cancel=token)
+        answer = self._journal.answer(reply, token)
         self._trace_reply(reply, answer)
         if answer.decision in ("allow_session", "allow_project"):
             scope = "session" if answer.decision == "allow_session" else "project"
-            try:
-                self._policy.remember(tool, call, scope)
-            except Exception as exc:  # the user allowed this call; saving the rule failed
-                self._emit(StatusUpdate("permissions", f"could not save the rule: {exc}"))
+            error = self._journal.remember(self._policy, tool, call, scope)
+            if error is not None:
+                self._emit(StatusUpdate("permissions", f"could not save the rule: {error}"))
         elif answer.decision in ("deny", "deny_session"):
             if answer.decision == "deny_session":
-                self._policy.forbid(tool, call)
+                self._journal.forbid(self._policy, tool, call)
             message = "the user denied this call"
             if answer.message:
                 message += f": {answer.message}"
@@ -527,9 +561,27 @@ def _read_stream(
             if trace is not None:
                 trace(event)
             out.put(event)
-        out.put(_END)
+        out.put(END)
     except BaseException as exc:
         out.put(exc)
+
+
+class _LiveStream:
+    """A reply read on a reader thread into `queue`; a cancel puts CANCELLED on it, so a
+    silent server never holds the loop."""
+
+    def __init__(self, token: CancelToken) -> None:
+        self.queue: SimpleQueue[object] = SimpleQueue()
+        self._unregister = token.on_cancel(lambda: self.queue.put(CANCELLED))
+
+    def get(self) -> object:
+        return self.queue.get()
+
+    def empty(self) -> bool:
+        return self.queue.empty()
+
+    def close(self) -> None:
+        self._unregister()
 
 
 def _cancelled(call: ToolCall) -> ToolResult:
