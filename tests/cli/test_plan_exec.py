@@ -528,3 +528,33 @@ def test_the_trace_holds_the_plan_events_in_the_order_the_face_saw(
         "plan_finished",
     ]
     assert all(r["thread"] == "plan-runner" for r in plan)
+
+
+def test_sigterm_during_a_turn_cancels_the_plan_and_exits_143(tmp_path: Path, ws: Path) -> None:
+    text = '[[milestones]]\nname = "m"\ntask = "t"\ngates = ["touch gate-ran"]\n'
+    replies = script(tmp_path, [[{"type": "sleep", "seconds": 60}]])
+    proc = subprocess.Popen(
+        argv(plan_file(tmp_path, text), replies, ws, "--json"),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            if json.loads(raw)["type"] == "milestone_started":
+                break
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 143, err
+    assert time.monotonic() - started < 5
+    lines = lines_of(out)
+    assert [line["type"] for line in lines[-3:]] == ["done", "milestone_finished", "plan_finished"]
+    assert lines[-3]["reason"] == "cancelled" and lines[-1]["status"] == "cancelled"
+    assert not (ws / "gate-ran").exists()
