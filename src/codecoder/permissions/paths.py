@@ -116,6 +116,12 @@ def _git_dir_ancestor(path: Path, roots: Sequence[Path]) -> str | None:
     return None
 
 
+def hooks_folders(workspace: Path) -> tuple[Path, ...]:
+    """The hooks folder of the workspace's repository (`core.hooksPath`), as the write
+    check protects it; the sandbox binds it read-only (sandbox/layout.py)."""
+    return _hooks_folders(workspace)
+
+
 @cache
 def _hooks_folders(workspace: Path) -> tuple[Path, ...]:
     """The hooks folder the workspace's repository configures (`core.hooksPath`), when

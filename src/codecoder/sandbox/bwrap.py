@@ -1,0 +1,131 @@
+"""The bwrap command line of a confined command (docs/sandbox.md lists what each part is
+for). `build_argv` is a pure function of what `Confinement.layout` found on disk, so the
+arguments can be checked without running bwrap.
+
+Order matters: bwrap applies its mounts one after another, later over earlier.
+
+    --ro-bind / /                 everything read-only
+    --dev /dev --proc /proc       a minimal /dev, the proc of the new pid namespace (the
+                                  host's /proc would show the agent's environment)
+    --tmpfs /tmp                  a private /tmp (or --bind SESSION_TMP /tmp: one that
+                                  lasts from one command of a session to the next)
+    masks around a writable root  (a workspace inside a masked folder shows through)
+    --bind W W                    each writable root (read-only mode: --ro-bind, so that
+                                  a workspace under /tmp is there at all)
+    --ro-bind P P                 each protected entry inside a writable root
+    the other masks               --perms 0000 --tmpfs DIR, --ro-bind /dev/null FILE
+    --unshare-pid --die-with-parent --new-session --cap-drop ALL [--unshare-net]
+    --chdir CWD -- ARGV
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+
+from codecoder.sandbox.layout import FolderScan, Mask, hidden_places
+
+ConfinedMode = Literal["workspace-write", "read-only"]
+
+
+class Layout(msgspec.Struct, frozen=True):
+    """What was found on disk for one command: real paths."""
+
+    writable: tuple[str, ...]
+    protected: tuple[str, ...] = ()
+    masks: tuple[Mask, ...] = ()
+
+
+class Confinement(msgspec.Struct, frozen=True):
+    """How one command is confined: `mode`, its workspace and more `writable` folders
+    (workspace-write only), whether it has the network, and the bwrap to run."""
+
+    mode: ConfinedMode
+    workspace: Path
+    network: bool = False
+    writable: tuple[Path, ...] = ()
+    bwrap: str = "bwrap"
+    tmp: str | None = None
+    """A folder of the host mounted as /tmp (the session's own); None: an empty one."""
+
+    def roots(self) -> tuple[str, ...]:
+        """The real paths of the workspace and the other writable folders."""
+        found = [os.path.realpath(self.workspace)]
+        found += [os.path.realpath(path) for path in self.writable]
+        return tuple(dict.fromkeys(found))
+
+    def layout(self, scan: FolderScan | None = None) -> Layout:
+        """Look at the disk: protected entries (workspace-write), masked places."""
+        roots = self.roots()
+        protected: list[str] = []
+        if self.mode == "workspace-write":
+            from codecoder.permissions.paths import hooks_folders
+
+            scan = scan or FolderScan()
+            for root in roots:
+                protected += scan.protected(Path(root), hooks_folders(Path(root)))
+        return Layout(roots, tuple(protected), tuple(hidden_places()))
+
+    def wrap(
+        self, argv: Sequence[str], *, cwd: Path | None = None, scan: FolderScan | None = None
+    ) -> list[str]:
+        """The bwrap command line that runs `argv` confined, starting in `cwd` (default:
+        the workspace)."""
+        start = os.path.realpath(cwd) if cwd is not None else self.roots()[0]
+        return build_argv(self, self.layout(scan), argv, start, tmpdir=os.environ.get("TMPDIR"))
+
+
+def build_argv(
+    confinement: Confinement,
+    layout: Layout,
+    argv: Sequence[str],
+    cwd: str,
+    *,
+    tmpdir: str | None = None,
+) -> list[str]:
+    """The whole bwrap command line (the module docstring gives the order and why)."""
+    args = [confinement.bwrap, *_BASE]
+    args += ["--bind", confinement.tmp, "/tmp"] if confinement.tmp else ["--tmpfs", "/tmp"]
+    around = [m for m in layout.masks if any(_at_or_below(r, m.path) for r in layout.writable)]
+    for mask in around:
+        args += _mask_args(mask)
+    bind = "--bind" if confinement.mode == "workspace-write" else "--ro-bind"
+    for root in layout.writable:
+        args += [bind, root, root]
+    for path in layout.protected:
+        args += ["--ro-bind", path, path]
+    for mask in layout.masks:
+        if mask not in around:
+            args += _mask_args(mask)
+    writable = ("/tmp", *layout.writable) if confinement.mode == "workspace-write" else ("/tmp",)
+    if tmpdir and not any(_at_or_below(os.path.realpath(tmpdir), w) for w in writable):
+        args += ["--setenv", "TMPDIR", "/tmp"]  # theirs would be read-only here
+    args += _NAMESPACES
+    if not confinement.network:
+        args.append("--unshare-net")
+    args += ["--chdir", cwd, "--", *argv]
+    return args
+
+
+def probe_argv(bwrap: str) -> list[str]:
+    """What the probe runs: every option a confined command gets, on `true`."""
+    mask = _mask_args(Mask("/tmp/.codecoder-probe", "dir"))
+    return [bwrap, *_BASE, "--tmpfs", "/tmp", *mask, *_NAMESPACES, "--unshare-net", "--", "true"]
+
+
+_BASE = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
+_NAMESPACES = ("--unshare-pid", "--die-with-parent", "--new-session", "--cap-drop", "ALL")
+
+
+def _mask_args(mask: Mask) -> list[str]:
+    if mask.kind == "dir":
+        return ["--perms", "0000", "--tmpfs", mask.path]
+    return ["--ro-bind", "/dev/null", mask.path]
+
+
+def _at_or_below(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")

@@ -1,0 +1,100 @@
+"""A failure the sandbox may have caused, said to the model so it can ask to escalate.
+
+Read from the output of a command that failed: "Read-only file system" (EROFS: a write
+outside the writable places, or into `.git`, `.codecoder`, a git-shaped folder),
+"Permission denied" naming a masked place (EACCES), a path of the host's /tmp that the
+sandbox's own /tmp does not have, and, with the network off, the ways programs say a
+host cannot be reached. The hint names what the sandbox blocks and how to
+ask for more (`sandbox: false`, which the user is asked to allow). It is a hint, not a
+diagnosis: a command may fail for those reasons outside a sandbox too.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from codecoder.sandbox.bwrap import Confinement
+
+_TMP_PATH = re.compile(r"/tmp/[^\s:'\"`,;()]+")
+
+NETWORK_SIGNS = (
+    "network is unreachable",
+    "could not resolve host",
+    "temporary failure in name resolution",
+    "name or service not known",
+    "name resolution",
+    "getaddrinfo",
+    "eai_again",
+    "enotfound",
+    "no address associated with hostname",
+    "failed to establish a new connection",
+    "connection refused",
+    "couldn't connect to server",
+    "could not connect to",
+    "unable to access 'http",
+    "network unreachable",
+)
+
+_ASK = (
+    "If the command needs it, run it again with `sandbox: false` (the user is asked "
+    "first) or do without it."
+)
+
+
+def failure_hint(output: str, confinement: Confinement, masked: tuple[str, ...] = ()) -> str | None:
+    """One line for the model when `output` (of a command that failed) shows a write,
+    read or connection the sandbox blocks; None when nothing points to the sandbox.
+    `masked` are the hidden places (real paths)."""
+    text = output.lower()
+    if "read-only file system" in text:
+        where = (
+            "the workspace (but not .git, .codecoder or folders shaped like a git "
+            "directory) and /tmp"
+            if confinement.mode == "workspace-write"
+            else "only /tmp (read-only mode)"
+        )
+        return f"[sandbox: the write was blocked; commands may write {where}. {_ASK}]"
+    if "permission denied" in text and _names_masked(output, masked):
+        return (
+            "[sandbox: credential folders (~/.ssh, ~/.aws, CodeCoder's config …) are "
+            f"hidden from commands. {_ASK}]"
+        )
+    if ("no such file" in text or "nonexistent" in text) and _hosts_tmp(output, confinement):
+        return (
+            "[sandbox: /tmp is the sandbox's own (it lasts for the session); the host's "
+            f"/tmp outside the workspace is not there. {_ASK}]"
+        )
+    if not confinement.network and any(sign in text for sign in NETWORK_SIGNS):
+        return (
+            "[sandbox: the network is off for commands (the user can allow it for some "
+            f"commands with [sandbox] network_allow). {_ASK}]"
+        )
+    return None
+
+
+def _hosts_tmp(output: str, confinement: Confinement) -> bool:
+    """Whether the output names a path of the host's /tmp (outside the writable roots)
+    that exists there: the command looked for it in the sandbox's /tmp."""
+    roots = confinement.roots()
+    for found in _TMP_PATH.findall(output):
+        path = found.rstrip(".")
+        inside = any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+        parent = os.path.dirname(path)
+        if inside:
+            continue
+        if os.path.lexists(path) or (parent != "/tmp" and os.path.isdir(parent)):
+            return True
+    return False
+
+
+def _names_masked(output: str, masked: tuple[str, ...]) -> bool:
+    home = os.path.expanduser("~")
+    for path in masked:
+        forms = [path]
+        if path.startswith(home + "/"):
+            relative = path[len(home) + 1 :]
+            forms += ["~/" + relative, "$HOME/" + relative, relative]
+        if any(form in output for form in forms):
+            return True
+    return False

@@ -1,0 +1,276 @@
+"""What a confined command must not write although it lies in the workspace, and what it
+must not see at all.
+
+**Protected folders** (bound read-only again inside the writable workspace): every
+`.git` and `.codecoder` entry at any depth, in any case (a `.git` file of a worktree or
+submodule too: rewritten, it would point git elsewhere), every folder shaped like a git
+directory (two of the marks in `permissions.paths.GIT_DIR_MARKS`: a planted bare
+repository whose `config` runs a program when git enters it), and the hooks folder the
+repository's `core.hooksPath` names. So no command can plant a hook, rewrite git's
+config or grant CodeCoder rights in `.codecoder/config.toml`, whatever program it runs.
+
+Finding them means walking the workspace before every command (a command may have
+planted a repository since the last one). `FolderScan` keeps each folder's listing with
+its mtime and lists a folder again only when its mtime changed (an entry added, removed
+or renamed changes its folder's mtime), so a later scan costs one `stat` per folder.
+A folder whose mtime is younger than `FRESH_NS` at the scan is listed again next time
+anyway: file times are coarse (a jiffy), so a change in the same tick as the listing
+could leave the mtime unchanged. Symlinks are not followed (a write through one to
+outside the workspace meets the read-only root). What a command creates is protected
+from the next command on, not within the command that creates it.
+
+**Masked places** (an empty folder no one may open, or an empty file, over the real
+one): credential folders and files in the home folder, CodeCoder's own config and data
+(the sessions of every project), the runtime folder (`$XDG_RUNTIME_DIR`: the D-Bus and
+systemd user sockets, through which a command could have something run outside, and
+CodeCoder's daemon socket), and the sockets of container engines and the system bus.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import stat
+import threading
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Literal, NamedTuple
+
+PROTECTED_NAMES = frozenset({".git", ".codecoder"})
+"""Entries bound read-only wherever they are in the workspace (compared case-folded)."""
+
+FRESH_NS = 2_000_000_000
+"""A folder modified this recently (2 s) before a scan is listed again at the next."""
+
+HOME_CREDENTIALS = (
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".oci",
+    ".docker",
+    ".kube",
+    ".netrc",
+    ".git-credentials",
+    ".config/git/credentials",
+    ".config/gh",
+    ".config/hub",
+    ".npmrc",
+    ".yarnrc",
+    ".pypirc",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".gem/credentials",
+    ".terraform.d",
+    ".vault-token",
+    ".pgpass",
+    ".my.cnf",
+    ".s3cfg",
+    ".boto",
+    ".config/rclone",
+    ".config/op",
+    ".password-store",
+    ".local/share/keyrings",
+    ".mozilla",
+    ".config/google-chrome",
+    ".config/chromium",
+    ".config/BraveSoftware",
+    ".thunderbird",
+)
+"""Below the home folder: keys, tokens, cookie jars."""
+
+SYSTEM_SOCKETS = (
+    "/run/docker.sock",
+    "/var/run/docker.sock",
+    "/run/containerd/containerd.sock",
+    "/run/podman/podman.sock",
+    "/run/dbus/system_bus_socket",
+    "/var/run/dbus/system_bus_socket",
+    "/run/systemd/private",
+)
+"""Sockets through which a process can have something started outside the sandbox."""
+
+
+class Mask(NamedTuple):
+    """A place to hide: `dir` gets an empty folder of mode 000 over it (opening it is
+    EACCES), anything else an empty read-only file (/dev/null)."""
+
+    path: str
+    kind: Literal["dir", "file"]
+
+
+def masks(
+    home: Path,
+    *,
+    config_dir: Path,
+    data_dir: Path,
+    runtime_dir: Path | None,
+) -> list[Mask]:
+    """The masked places that exist now, by real path, each once (a mask inside another
+    is dropped)."""
+    base = os.fspath(home)
+    wanted = [os.path.join(base, name) for name in HOME_CREDENTIALS]
+    wanted += [os.fspath(config_dir), os.fspath(data_dir)]
+    if runtime_dir is not None:
+        wanted.append(os.fspath(runtime_dir))
+    wanted += SYSTEM_SOCKETS
+    found: dict[str, Mask] = {}
+    for place in wanted:
+        try:
+            info = os.stat(place)
+        except OSError:
+            continue  # absent: nothing to hide, and bwrap could not mount over it
+        real = os.path.realpath(place)  # bwrap mounts over what a link points to
+        kind: Literal["dir", "file"] = "dir" if stat.S_ISDIR(info.st_mode) else "file"
+        found.setdefault(real, Mask(real, kind))
+    ordered = sorted(found.values())
+    return [m for m in ordered if not any(_below(m.path, o.path) for o in ordered if o != m)]
+
+
+def hidden_places() -> list[Mask]:
+    """The masks for this process's home, XDG folders and CodeCoder's own folders."""
+    from codecoder import paths
+
+    return masks(
+        Path.home(),
+        config_dir=paths.config_dir(),
+        data_dir=paths.data_dir(),
+        runtime_dir=runtime_folder(),
+    )
+
+
+def runtime_folder() -> Path | None:
+    """`$XDG_RUNTIME_DIR`, else `/run/user/UID` when it exists."""
+    value = os.environ.get("XDG_RUNTIME_DIR")
+    if value and os.path.isabs(value):
+        return Path(value)
+    default = Path(f"/run/user/{os.getuid()}")
+    return default if default.is_dir() else None
+
+
+def _below(path: str, folder: str) -> bool:
+    return path.startswith(folder.rstrip("/") + "/")
+
+
+# --- protected folders ----------------------------------------------------------------
+
+
+class _Listing(NamedTuple):
+    mtime_ns: int
+    inode: int
+    folders: tuple[str, ...]
+    """Sub-folders to walk (real folders, not links; protected ones left out)."""
+    protected: tuple[str, ...]
+    """Entries of this folder to bind read-only (`.git`, `.codecoder`)."""
+    shaped: bool
+    """The folder itself looks like a git directory."""
+
+
+class FolderScan:
+    """The protected folders of workspaces, listings cached by mtime (module docstring).
+    One per application; thread-safe (commands of sub-agents run in parallel)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._listings: dict[str, _Listing] = {}
+        self.listed = 0
+        """Folders listed (scandir) so far, for tests and benchmarks; the rest were
+        answered from the cache."""
+
+    def protected(self, root: Path, hooks: Iterable[Path] = ()) -> list[str]:
+        """The real paths below (or at) `root` to bind read-only, parents before children;
+        `hooks` are core.hooksPath folders (kept when inside `root`)."""
+        top = os.path.realpath(root)
+        with self._lock:
+            found = self._walk(top)
+        for folder in hooks:
+            real = os.path.realpath(folder)
+            if (real == top or _below(real, top)) and os.path.isdir(real):
+                found.append(real)
+        return _outermost(found)
+
+    def _walk(self, top: str) -> list[str]:
+        now = time.time_ns()
+        found: list[str] = []
+        stack = [top]
+        while stack:
+            folder = stack.pop()
+            try:
+                info = os.stat(folder, follow_symlinks=False)
+            except OSError:
+                self._listings.pop(folder, None)
+                continue
+            listing = self._listings.get(folder)
+            if listing is None or (listing.mtime_ns, listing.inode) != (
+                info.st_mtime_ns,
+                info.st_ino,
+            ):
+                listing = self._list(folder, info, now)
+            if listing.shaped and folder != top:
+                found.append(folder)  # read-only as a whole: nothing below to look at
+                continue
+            found.extend(os.path.join(folder, name) for name in listing.protected)
+            stack.extend(os.path.join(folder, name) for name in listing.folders)
+        return found
+
+    def _list(self, folder: str, info: os.stat_result, now: int) -> _Listing:
+        self.listed += 1
+        folders: list[str] = []
+        protected: list[str] = []
+        marks = 0
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    name = entry.name
+                    if name.casefold() in PROTECTED_NAMES:
+                        protected.append(name)
+                        continue
+                    try:
+                        is_dir = entry.is_dir(follow_symlinks=False)
+                        is_file = not is_dir and entry.is_file(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    marks += _is_mark(name, is_dir, is_file)
+                    if is_dir:
+                        folders.append(name)
+        except OSError:
+            pass  # unreadable: a command cannot write there either
+        # A listing made in the same clock tick as a change could miss it: mtime 0 makes
+        # the next scan list this folder again.
+        fresh = now - info.st_mtime_ns < FRESH_NS
+        listing = _Listing(
+            0 if fresh else info.st_mtime_ns,
+            info.st_ino,
+            tuple(folders),
+            tuple(protected),
+            marks >= 2,
+        )
+        self._listings[folder] = listing
+        return listing
+
+
+def _is_mark(name: str, is_dir: bool, is_file: bool) -> bool:
+    """Whether a folder entry is one of the marks of a git directory."""
+    wants_dir = _marks().get(name)
+    if wants_dir is None:
+        return False
+    return is_dir if wants_dir else is_file
+
+
+@functools.cache
+def _marks() -> dict[str, bool]:
+    """The permission layer's marks of a git directory: name → whether it is a folder."""
+    from codecoder.permissions.paths import GIT_DIR_MARKS
+
+    return {name: check is os.path.isdir for name, check in GIT_DIR_MARKS.items()}
+
+
+def _outermost(paths: list[str]) -> list[str]:
+    """Each path once, none below another, parents before children."""
+    result: list[str] = []
+    for path in sorted(set(paths), key=lambda p: p.split("/")):
+        if not result or not (path == result[-1] or _below(path, result[-1])):
+            result.append(path)
+    return result

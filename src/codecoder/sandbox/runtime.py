@@ -1,0 +1,186 @@
+"""`Sandbox`: the mode each command of an application runs in (docs/sandbox.md).
+
+The composition root makes one per agent session and hands it to `run_command`, `grep`
+and sub-agents; plan gates ask it too. Which mode a command gets is decided at the
+command, not at start-up, because the approval mode can change during a session (an
+ACP client's `session/set_mode`):
+
+- a mode given by `--sandbox` or `[sandbox] mode` is used as given; "off" is off. Where
+  bwrap does not work, the composition root refuses to start (`check`): a sandbox asked
+  for is never silently dropped;
+- otherwise `full-auto` runs `workspace-write` where bwrap works; where it does not, the
+  command runs unconfined and the run says so once (`take_notice`: a `status_update`
+  the faces also print on stderr); the other approval modes run unconfined.
+
+The network is on for every command with `network`, else for the commands `network_for`
+allows (`[sandbox] network_allow`, decided by the permission layer's parser); off for
+the rest.
+
+/tmp is the session's own: a folder made at the first confined command and mounted as
+/tmp in each, so that a file one command leaves in /tmp is there for the next (the host's
+/tmp, with other users' and programs' files and sockets, is not); `close` removes it. Its
+name carries our pid: one left by a process that was killed outright is removed when
+another session makes its own.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from codecoder.sandbox import NOTICE_STATUS, SandboxMode, SandboxUnavailable
+from codecoder.sandbox.bwrap import Confinement
+from codecoder.sandbox.layout import FolderScan
+from codecoder.sandbox.probe import Probe, probe
+
+__all__ = ["NOTICE_STATUS", "Sandbox", "Wrapper"]
+
+Wrapper = Callable[[list[str]], list[str]]
+TMP_PREFIX = "codecoder-sandbox-tmp-"
+
+
+class Sandbox:
+    """See the module docstring. Thread-safe: sub-agents run commands in parallel."""
+
+    def __init__(
+        self,
+        mode: SandboxMode | None = None,
+        *,
+        approval: Callable[[], str] = lambda: "ask",
+        network: bool = False,
+        network_for: Callable[[str, Path], bool] | None = None,
+        bwrap: str | None = None,
+        prober: Callable[[str | None], Probe] = probe,
+    ) -> None:
+        self.explicit: SandboxMode | None = mode
+        self.network = network
+        self._approval = approval
+        self._network_for = network_for
+        self._bwrap = bwrap
+        self._prober = prober
+        self._scan = FolderScan()
+        self._lock = threading.Lock()
+        self._notice: str | None = None
+        self._noticed = False
+        self._tmp: str | None = None
+        self._closed = False
+
+    def probe(self) -> Probe:
+        return self._prober(self._bwrap)
+
+    def check(self) -> None:
+        """Raise SandboxUnavailable when a mode was asked for and bwrap cannot run."""
+        if self.explicit not in (None, "off"):
+            found = self.probe()
+            if not found.works:
+                raise SandboxUnavailable(found.detail)
+
+    def mode(self) -> SandboxMode:
+        """The mode a command started now runs in (probing bwrap when that decides it)."""
+        if self.explicit is not None:
+            return self.explicit
+        if self._approval() != "full-auto":
+            return "off"
+        found = self.probe()
+        if found.works:
+            return "workspace-write"
+        with self._lock:
+            if not self._noticed:
+                self._notice = (
+                    f"commands run without a sandbox: {found.detail}; full-auto relies on "
+                    "the permission check alone (docs/sandbox.md)"
+                )
+                self._noticed = True
+        return "off"
+
+    def take_notice(self) -> str | None:
+        """The "unconfined in full-auto" notice, once per session; None after that."""
+        with self._lock:
+            notice, self._notice = self._notice, None
+        return notice
+
+    def confine(
+        self,
+        workspace: Path,
+        *,
+        command: str | None = None,
+        cwd: Path | None = None,
+        writable: Sequence[Path] = (),
+    ) -> Confinement | None:
+        """How `command` (in `cwd`) runs now: None when unconfined. Raises
+        SandboxUnavailable when a mode was asked for and bwrap has stopped working."""
+        mode = self.mode()
+        if mode == "off":
+            return None
+        network = self.network or (
+            command is not None
+            and self._network_for is not None
+            and self._network_for(command, cwd or workspace)
+        )
+        return Confinement(
+            mode,
+            workspace,
+            network=network,
+            writable=tuple(writable) if mode == "workspace-write" else (),
+            bwrap=self._path(),
+            tmp=self._session_tmp(),
+        )
+
+    def confine_search(self, workspace: Path) -> Confinement | None:
+        """The grep tool's children: read-only, without the network, whenever commands
+        are confined (they write nothing)."""
+        if self.mode() == "off":
+            return None
+        return Confinement("read-only", workspace, bwrap=self._path())
+
+    def wrapper(self, confinement: Confinement | None, cwd: Path | None = None) -> Wrapper | None:
+        """A function from an argv to its confined argv (None: run it as it is); the
+        protected folders are looked for when it is called, just before the spawn."""
+        if confinement is None:
+            return None
+        scan = self._scan
+
+        def wrap(argv: list[str]) -> list[str]:
+            return confinement.wrap(argv, cwd=cwd, scan=scan)
+
+        return wrap
+
+    def close(self) -> None:
+        """Remove the session's /tmp (commands started later get an empty one)."""
+        with self._lock:
+            folder, self._tmp, self._closed = self._tmp, None, True
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def _session_tmp(self) -> str | None:
+        with self._lock:
+            if self._tmp is None and not self._closed:
+                _sweep()
+                self._tmp = tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-")
+            return self._tmp
+
+    def _path(self) -> str:
+        found = self.probe()
+        if not found.works or found.path is None:
+            raise SandboxUnavailable(found.detail)
+        return found.path
+
+
+def _sweep() -> None:
+    """Remove the session /tmp folders of our processes that no longer exist."""
+    uid = os.getuid()
+    for folder in glob.glob(os.path.join(tempfile.gettempdir(), f"{TMP_PREFIX}*-*")):
+        pid_text = folder.rsplit(TMP_PREFIX, 1)[1].split("-", 1)[0]
+        try:
+            if not pid_text.isdigit() or os.stat(folder).st_uid != uid:
+                continue
+            os.kill(int(pid_text), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except OSError:  # gone already, or a process of another user: not ours to judge
+            continue
