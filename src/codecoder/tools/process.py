@@ -2,7 +2,9 @@
 
 Every command runs as `bash -c` (sh where bash is missing) in a process group of its own
 (`process_group=0`, never `preexec_fn`), with stdin closed and stdout+stderr merged into
-one pipe. Its environment carries `CODECODER_CALL=<random id>`, a marker that lets us
+one pipe; under the sandbox the spawned argv is `bwrap … bash -c` (the caller's `wrap`),
+whose processes all descend from ours, so everything below holds for them too. Its
+environment carries `CODECODER_CALL=<random id>`, a marker that lets us
 find its processes even after they left the group (`setsid`, double fork) and keeps
 several running commands apart.
 
@@ -413,15 +415,19 @@ class ProcessManager:
         cancel: CancelToken,
         on_output: Callable[[str], object] | None = None,
         workspace: Path | None = None,
+        wrap: Callable[[list[str]], list[str]] | None = None,
     ) -> CommandOutcome:
         """Run `command` to its end, its timeout or `cancel`; its whole tree is dead and
         reaped, and both helper threads joined, when this returns. `workspace` (default:
-        `cwd`) is where git's discovery is kept (environment.py)."""
+        `cwd`) is where git's discovery is kept (environment.py). `wrap` turns the shell's
+        argv into the one spawned (the sandbox's bwrap line: sandbox/runtime.py); the
+        tree is still ours to kill, since bwrap and what it runs descend from us."""
         started = time.monotonic()
         if cancel.is_cancelled():
             return CommandOutcome("cancelled", None, "", 0, 0.0)
         env = self.environment.for_workspace(workspace or cwd)
-        run = self._spawn(command, cwd, env, on_output)
+        argv = [self.shell, "-c", command]
+        run = self._spawn(wrap(argv) if wrap is not None else argv, cwd, env, on_output)
         try:
             ended = self._wait(run, timeout, cancel)
         finally:
@@ -465,7 +471,7 @@ class ProcessManager:
 
     def _spawn(
         self,
-        command: str,
+        argv: list[str],
         cwd: Path,
         env: dict[str, str],
         on_output: Callable[[str], object] | None,
@@ -481,7 +487,7 @@ class ProcessManager:
                 self.watchdog = Watchdog()
                 self.watchdog.start()
             proc = subprocess.Popen(
-                [self.shell, "-c", command],
+                argv,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,

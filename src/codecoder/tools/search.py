@@ -15,6 +15,9 @@ engine runs in a child Python process, killed on cancel or after PYTHON_GREP_TIM
 The residual risk: without ripgrep, or for a pattern only Python accepts, such a regex
 still costs up to that long (and one core) before grep gives up with an error; nothing
 else stalls. ripgrep's engine is linear-time and needs no limit.
+
+With a sandbox (sandbox/runtime.py), both engines' children run in it, read-only and
+without the network, whenever commands are confined.
 """
 
 from __future__ import annotations
@@ -40,7 +43,13 @@ from codecoder.tools.workspace import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from subprocess import Popen
+
+    from codecoder.sandbox.runtime import Sandbox
+
+    Wrap = Callable[[list[str], Path | None], list[str]] | None
+    """An argv and the folder it starts in → the argv to spawn (the sandbox's)."""
 
 MAX_GLOB_RESULTS = 500
 MAX_GREP_LINE_CHARS = 500
@@ -243,12 +252,14 @@ class Grep(FileTool[GrepArgs]):
         *,
         use_rg: bool = True,
         python_timeout: float = PYTHON_GREP_TIMEOUT,
+        sandbox: Sandbox | None = None,
     ) -> None:
         """`rg_path` defaults to `rg` on PATH; `use_rg=False` forces the Python engine,
-        which gives up after `python_timeout` seconds."""
+        which gives up after `python_timeout` seconds; `sandbox` confines both."""
         self._rg_path = rg_path
         self._use_rg = use_rg
         self._python_timeout = python_timeout
+        self._sandbox = sandbox
 
     def _ripgrep(self) -> str | None:
         if self._use_rg and self._rg_path is None:
@@ -270,11 +281,25 @@ class Grep(FileTool[GrepArgs]):
                 raise Refused(f"cannot search {where}: a binary file, or larger than 20 MiB")
         elif not root.is_dir():
             raise Refused(f"path not found: {where}")
+        wrap = self._wrap(ctx)
         rg = self._ripgrep()
-        hits = _run_ripgrep(rg, root, args, ctx) if rg is not None else None
+        hits = _run_ripgrep(rg, root, args, ctx, wrap) if rg is not None else None
         if hits is None:
-            hits = _run_python(root, args, ctx, self._python_timeout)
+            hits = _run_python(root, args, ctx, self._python_timeout, wrap)
         return render(hits, args, ctx.workspace, where)
+
+    def _wrap(self, ctx: ToolContext) -> Wrap:
+        if self._sandbox is None:
+            return None
+        from codecoder.sandbox import SandboxUnavailable
+
+        try:
+            confinement = self._sandbox.confine_search(ctx.workspace)
+        except SandboxUnavailable as exc:  # asked for, and bwrap stopped working
+            raise Refused(f"grep cannot run in the sandbox: {exc}") from exc
+        if confinement is None:
+            return None
+        return lambda argv, cwd: confinement.wrap(argv, cwd=cwd)
 
 
 def _check_text(what: str, value: str) -> None:
@@ -325,13 +350,16 @@ def _override(glob: str | None) -> Override | None:
 
 
 @contextmanager
-def _child(command: list[str], cwd: Path | None, ctx: ToolContext) -> Iterator[Popen[bytes]]:
+def _child(
+    command: list[str], cwd: Path | None, ctx: ToolContext, wrap: Wrap = None
+) -> Iterator[Popen[bytes]]:
     """A child with its stdout piped; killed when the turn is cancelled or the block ends,
-    and always reaped. Popen's OSError (it could not start) reaches the caller."""
+    and always reaped. Popen's OSError (it could not start) reaches the caller. `wrap`
+    confines it (bwrap dies with its parent, and its namespace with it, when killed)."""
     import subprocess
 
     proc = subprocess.Popen(
-        command,
+        wrap(command, cwd) if wrap is not None else command,
         cwd=cwd,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -382,7 +410,9 @@ _CHILD_CODE = (
 )
 
 
-def _run_python(root: Path, args: GrepArgs, ctx: ToolContext, timeout: float) -> list[FileHits]:
+def _run_python(
+    root: Path, args: GrepArgs, ctx: ToolContext, timeout: float, wrap: Wrap = None
+) -> list[FileHits]:
     """The Python engine, run in a child Python process. A regex that backtracks
     catastrophically holds the GIL for as long as it runs; in this process that would
     freeze every thread (the UI, the cancel) for seconds or forever. A child is killed on
@@ -395,7 +425,7 @@ def _run_python(root: Path, args: GrepArgs, ctx: ToolContext, timeout: float) ->
     expired = threading.Event()
     try:
         command = [sys.executable, "-I", "-c", _CHILD_CODE, request, *sys.path]
-        with _child(command, None, ctx) as proc:
+        with _child(command, None, ctx, wrap) as proc:
             timer = threading.Timer(timeout, lambda: (expired.set(), proc.kill()))
             timer.start()
             try:
@@ -503,7 +533,9 @@ def _ripgrep_command(rg: str, args: GrepArgs, where: str) -> list[str]:
     return [*command, "--regexp", args.pattern, "--", where]
 
 
-def _run_ripgrep(rg: str, root: Path, args: GrepArgs, ctx: ToolContext) -> list[FileHits] | None:
+def _run_ripgrep(
+    rg: str, root: Path, args: GrepArgs, ctx: ToolContext, wrap: Wrap = None
+) -> list[FileHits] | None:
     """ripgrep's records, or None when it did not finish its answer (it could not start,
     rejected a regex only Python knows, died): then the Python engine answers. Whether it
     finished is read from the stream (its closing summary), not from an exit status that
@@ -511,7 +543,7 @@ def _run_ripgrep(rg: str, root: Path, args: GrepArgs, ctx: ToolContext) -> list[
     globs and ignore files say, by ripgrep as by the Python engine."""
     cwd, where = (root, ".") if root.is_dir() else (root.parent, root.name)
     try:
-        with _child(_ripgrep_command(rg, args, where), cwd, ctx) as proc:
+        with _child(_ripgrep_command(rg, args, where), cwd, ctx, wrap) as proc:
             assert proc.stdout is not None
             hits, complete = _read_ripgrep(proc.stdout, str(cwd), args.max_results)
     except OSError:

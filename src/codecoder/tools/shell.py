@@ -4,6 +4,11 @@ The process work (groups, the tree kill, the subreaper, reaping) is ProcessManag
 this module turns the model's arguments into a run and the outcome into a ToolResult.
 A command that ran and failed (non-zero exit, killed, timed out) is a result with status
 "error" the model can read; only a command that could not start is a ToolFailure.
+
+With a sandbox (sandbox/runtime.py), each command runs in the mode it decides at that
+moment; a failure the sandbox may have caused gets a hint line for the model, and
+`sandbox: false` runs the command unconfined, which the permission policy always puts
+to the user (permissions/chain.py, "escalation").
 """
 
 from __future__ import annotations
@@ -11,15 +16,20 @@ from __future__ import annotations
 import os
 import signal
 from pathlib import Path
-from typing import Annotated, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import msgspec
 
 from codecoder.boundary import is_inside, resolve
+from codecoder.kernel.events import StatusUpdate
 from codecoder.kernel.messages import ToolResult, tool_result
 from codecoder.kernel.ports import Risk, ToolContext, ToolFailure
 from codecoder.tools.base import TypedTool
 from codecoder.tools.process import CommandOutcome, ProcessManager
+
+if TYPE_CHECKING:
+    from codecoder.sandbox.bwrap import Confinement
+    from codecoder.sandbox.runtime import Sandbox
 
 MAX_TIMEOUT = 600.0
 
@@ -36,6 +46,13 @@ class RunCommandArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         float,
         msgspec.Meta(gt=0, le=MAX_TIMEOUT, description="Seconds before the command is killed."),
     ] = 120.0
+    sandbox: Annotated[
+        bool,
+        msgspec.Meta(
+            description="false: run outside the sandbox. The user is always asked first; "
+            "use it only when the result said the sandbox blocked what the command needs."
+        ),
+    ] = True
 
 
 class RunCommand(TypedTool[RunCommandArgs]):
@@ -50,12 +67,23 @@ class RunCommand(TypedTool[RunCommandArgs]):
     risk: Risk = "execute"
     args_type: ClassVar[type[msgspec.Struct]] = RunCommandArgs
 
-    def __init__(self, manager: ProcessManager) -> None:
+    def __init__(self, manager: ProcessManager, sandbox: Sandbox | None = None) -> None:
         self.manager = manager
+        self.sandbox = sandbox
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """Without a sandbox there is nothing to escalate from: no `sandbox` argument."""
+        schema = super().parameters
+        if self.sandbox is not None and self.sandbox.explicit != "off":
+            return schema
+        properties = {k: v for k, v in schema["properties"].items() if k != "sandbox"}
+        return {**schema, "properties": properties}
 
     def call(self, args: RunCommandArgs, ctx: ToolContext) -> ToolResult:
         _check_command(args.command)
         cwd = _resolve_cwd(args.cwd, ctx)
+        confinement = self._confinement(args, cwd, ctx)
         try:
             outcome = self.manager.run(
                 args.command,
@@ -64,10 +92,29 @@ class RunCommand(TypedTool[RunCommandArgs]):
                 cancel=ctx.cancel,
                 on_output=ctx.output,
                 workspace=ctx.workspace,
+                wrap=self.sandbox.wrapper(confinement, cwd) if self.sandbox else None,
             )
         except OSError as exc:
             raise ToolFailure("crashed", f"could not start the command: {exc}") from exc
-        return _to_result(ctx.call_id, outcome, args.timeout)
+        return _to_result(ctx.call_id, outcome, args.timeout, _hint(outcome, confinement))
+
+    def _confinement(self, args: RunCommandArgs, cwd: Path, ctx: ToolContext) -> Confinement | None:
+        """How this command runs (None: unconfined); says once when full-auto runs
+        without the sandbox it expected."""
+        if self.sandbox is None or not args.sandbox:
+            return None
+        from codecoder.sandbox import NOTICE_STATUS, SandboxUnavailable
+
+        try:
+            confinement = self.sandbox.confine(
+                ctx.workspace, command=args.command, cwd=cwd, writable=ctx.extra_roots
+            )
+        except SandboxUnavailable as exc:  # asked for, and bwrap stopped working: no run
+            raise ToolFailure("crashed", f"the sandbox cannot run: {exc}") from exc
+        notice = self.sandbox.take_notice()
+        if notice is not None:
+            ctx.emit(StatusUpdate(NOTICE_STATUS, notice))
+        return confinement
 
 
 def _check_command(command: str) -> None:
@@ -93,11 +140,28 @@ def _resolve_cwd(cwd: str | None, ctx: ToolContext) -> Path:
     return target
 
 
-def _to_result(call_id: str, outcome: CommandOutcome, timeout: float) -> ToolResult:
+def _hint(outcome: CommandOutcome, confinement: Confinement | None) -> str | None:
+    """What the sandbox may have blocked, for a confined command that failed."""
+    if confinement is None or (outcome.ended == "exited" and outcome.returncode == 0):
+        return None
+    if outcome.ended == "cancelled":
+        return None
+    from codecoder.sandbox.hints import failure_hint
+    from codecoder.sandbox.layout import hidden_places
+
+    masked = tuple(mask.path for mask in hidden_places())
+    return failure_hint(outcome.output, confinement, masked)
+
+
+def _to_result(
+    call_id: str, outcome: CommandOutcome, timeout: float, hint: str | None = None
+) -> ToolResult:
     status_line = _status_line(outcome, timeout)
     body = outcome.output or "(no output)\n"
     sep = "" if body.endswith("\n") else "\n"
     text = f"{body}{sep}[{status_line}]"
+    if hint is not None:
+        text += "\n" + hint
     if outcome.ended == "cancelled":
         return tool_result(call_id, text, "cancelled")
     ok = outcome.ended == "exited" and outcome.returncode == 0
