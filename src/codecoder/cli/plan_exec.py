@@ -189,6 +189,8 @@ class _PlanFace(_Runner):
                 if text:
                     self._write(text.encode() + b"\n")
             self.answer.clear()
+        elif isinstance(event, Error) and event.kind == "max_rounds" and not self.json:
+            _progress(f"  the turn {event.message}; its work is checked all the same")
 
     def _plan_event(self, event: PlanEvent) -> None:
         self.turn = event.turn
