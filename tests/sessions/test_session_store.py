@@ -223,6 +223,26 @@ def test_session_log_is_a_history_sink(store: SessionStore) -> None:
     assert store.load_messages(log.session_id) == [user_message("hi", id=1)]
 
 
+def test_record_rows_go_in_with_the_message_they_precede(store: SessionStore) -> None:
+    """A Recorder's rows wait for the next message and share its transaction; a turn's
+    end writes at once; a fork has no record of its own."""
+    log = SessionLog(store, store.create("/w", "m"))
+    log.record(b"[1]", now=False)
+    log.record(b"[2]", now=False)
+    assert store.load_records(log.session_id) == []  # waiting for their message
+    log.append(user_message("hi", id=1))
+    assert store.load_records(log.session_id) == [b"[1]", b"[2]"]
+    log.record(b"[3]", now=True)
+    assert store.load_records(log.session_id) == [b"[1]", b"[2]", b"[3]"]
+    with pytest.raises(SessionError):
+        log.append(user_message("an id not above the last", id=1))
+    log.record(b"[4]", now=False)
+    with pytest.raises(SessionError):
+        log.append(user_message("again", id=1))  # the failed transaction took no row
+    assert store.load_records(log.session_id) == [b"[1]", b"[2]", b"[3]"]
+    assert store.load_records(store.fork(log.session_id)) == []
+
+
 def test_file_mode_pragmas_and_private_permissions(store: SessionStore, db: Path) -> None:
     store.create("/", "m/m")
     assert stat.S_IMODE(db.stat().st_mode) == 0o600
@@ -232,7 +252,7 @@ def test_file_mode_pragmas_and_private_permissions(store: SessionStore, db: Path
     assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
     assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 5000
     assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 5
     assert conn.isolation_level is None
 
 

@@ -12,6 +12,8 @@ Version 3 — `compactions`: each summary that replaced the model's view of olde
 so a resumed session starts from its compacted view while `messages` keeps everything.
 Version 4 — `plan_runs` and `plan_milestones`: how far each run of a plan file got
 (`codecoder exec --plan`), so `--continue` goes on from the first milestone not passed.
+Version 5 — `records`: what a replay needs besides the messages (kernel/journal.py), one
+row of entries per message they precede, written in that message's transaction.
 """
 
 from __future__ import annotations
@@ -109,6 +111,17 @@ def _to_v4(conn: sqlite3.Connection) -> None:
     )
 
 
+def _to_v5(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        """CREATE TABLE records (
+            id         INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL,
+            body       BLOB NOT NULL
+        )"""
+    )
+    conn.execute("CREATE INDEX records_by_session ON records (session_id, id)")
+
+
 def _to_v1(conn: sqlite3.Connection) -> None:
     for statement in V1_DDL.split(";"):
         if statement.strip():
@@ -120,6 +133,7 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _to_v2,
     _to_v3,
     _to_v4,
+    _to_v5,
 )
 """MIGRATIONS[n] takes a database from version n to n + 1."""
 

@@ -195,9 +195,10 @@ class SessionStore:
 
     # --- writing one session ---------------------------------------------------------
 
-    def append(self, session_id: str, message: Message) -> None:
-        """Commit one message in its own transaction. Its id must be above every id the
-        session holds; a ToolResult longer than the cap is stored cut in the middle."""
+    def append(self, session_id: str, message: Message, records: Sequence[bytes] = ()) -> None:
+        """Commit one message in its own transaction, after the `records` rows that precede
+        it (kernel/journal.py). Its id must be above every id the session holds; a
+        ToolResult longer than the cap is stored cut in the middle."""
         body = encode(cap_message(message))
         tokens = (len(body) + BYTES_PER_TOKEN - 1) // BYTES_PER_TOKEN
         now = time.time()
@@ -215,11 +216,27 @@ class SessionStore:
                     f"message id {message.id} is not above the last id {row[0]} of session "
                     f"{session_id[:8]}"
                 )
+            _insert_records(conn, session_id, records)
             conn.execute(
                 "INSERT INTO messages (session_id, seq, role, status, body, tokens, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (session_id, message.id, message.role, message.status, body, tokens, now),
             )
+
+    def add_records(self, session_id: str, records: Sequence[bytes]) -> None:
+        """Rows of a session's record that no message follows yet (a turn's end)."""
+        with self._write() as conn:
+            self._info(conn, session_id)
+            _insert_records(conn, session_id, records)
+
+    def load_records(self, session_id: str) -> list[bytes]:
+        """The session's record rows in order (a forked session has none of its parent's)."""
+        with self._read() as conn:
+            self._info(conn, session_id)
+            rows = conn.execute(
+                "SELECT body FROM records WHERE session_id = ? ORDER BY id", (session_id,)
+            ).fetchall()
+        return [bytes(body) for (body,) in rows]
 
     def add_usage(self, session_id: str, usage: Usage) -> None:
         """Add one request's tokens (and cost, when its price is known) to the totals."""
@@ -525,18 +542,28 @@ class SessionStore:
 
 
 class SessionLog:
-    """The HistorySink of one session: what the agent loop writes through.
+    """The HistorySink of one session: what the agent loop writes through, and the
+    RecordSink of its Recorder.
 
     `append` commits before it returns, so the loop calling it for each completed message
-    before the next provider request keeps invariant 6.
+    before the next provider request keeps invariant 6. Record rows wait for the message
+    they precede and go into its transaction, so recording adds no commit per message.
     """
 
     def __init__(self, store: SessionStore, session_id: str) -> None:
         self.store = store
         self.session_id = session_id
+        self._staged: list[bytes] = []
 
     def append(self, message: Message) -> None:
-        self.store.append(self.session_id, message)
+        self.store.append(self.session_id, message, self._staged)
+        self._staged = []
+
+    def record(self, body: bytes, *, now: bool) -> None:
+        self._staged.append(body)
+        if now:
+            self.store.add_records(self.session_id, self._staged)
+            self._staged = []
 
     def add_usage(self, usage: Usage) -> None:
         self.store.add_usage(self.session_id, usage)
@@ -617,6 +644,14 @@ class _Checkpointer:
                     continue
         finally:
             conn.close()
+
+
+def _insert_records(conn: sqlite3.Connection, session_id: str, records: Sequence[bytes]) -> None:
+    if records:
+        conn.executemany(
+            "INSERT INTO records (session_id, body) VALUES (?, ?)",
+            [(session_id, body) for body in records],
+        )
 
 
 def _enable_wal(conn: sqlite3.Connection) -> None:
