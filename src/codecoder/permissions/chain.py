@@ -16,6 +16,15 @@ For each part of a call (calls.py):
 The call's verdict is the strictest of its parts' (deny > ask > allow); read-only mode
 denies every non-read tool first (and every command that is not a plain read), and
 never-ask turns a final ask into a deny the model can read.
+
+**Escalation**: `run_command` with `sandbox: false` asks to run outside the sandbox
+(docs/sandbox.md). Its commands skip steps 5 and 6 as written: no mode, no read-only list
+and no `run_command(…)` allow rule lets one through. A deny or ask rule still holds; an
+`unsandboxed(…)` rule of the same pattern syntax allows (or, as a deny or ask rule,
+denies or asks about) running that command unconfined; otherwise it asks, so a
+headless (never-ask) run denies it. The answers "always, this session / project" grant
+the escalation itself (an exact command line; an exact `unsandboxed(…)` rule), and
+"deny, this session" refuses only the escalation.
 """
 
 from __future__ import annotations
@@ -26,6 +35,8 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
+
+import msgspec
 
 from codecoder import paths
 from codecoder.config import read_toml
@@ -47,6 +58,7 @@ from codecoder.permissions.modes import NEEDS_A_PERSON, ApprovalMode
 from codecoder.permissions.paths import is_inside
 from codecoder.permissions.rules import (
     COMMAND_TOOL,
+    UNSANDBOXED,
     PathPattern,
     Rule,
     RuleSet,
@@ -70,13 +82,16 @@ class _Grants:
 
     def __init__(self) -> None:
         self.commands: set[str] = set()
+        self.escalations: set[str] = set()
+        """Command lines granted (or refused) to run outside the sandbox."""
         self.files: set[tuple[str, str]] = set()
         self.hosts: set[tuple[str, str]] = set()
         self.tools: set[str] = set()
 
-    def covers_call(self, tool: Tool, call: ToolCall) -> bool:
+    def covers_call(self, tool: Tool, call: ToolCall, *, escalated: bool = False) -> bool:
         command = call.args.get("command")
-        return tool.name == COMMAND_TOOL and isinstance(command, str) and command in self.commands
+        lines = self.escalations if escalated else self.commands
+        return tool.name == COMMAND_TOOL and isinstance(command, str) and command in lines
 
     def covers(self, part: Part) -> bool:
         if isinstance(part, FilePart):
@@ -156,19 +171,27 @@ class RulePolicy:
                 return Decision(
                     "deny", f"read-only mode runs only plain reads: {_describe(writer)}"
                 )
+        escalated = is_escalation(tool, call)
         with self._lock:
-            if self._refusals.covers_call(tool, call) or any(map(self._refusals.covers, parts)):
+            refused = self._refusals.covers_call(tool, call) or any(
+                map(self._refusals.covers, parts)
+            )
+            if refused or (escalated and self._refusals.covers_call(tool, call, escalated=True)):
                 return Decision("deny", "you denied this for the rest of the session")
-            granted = self._grants.covers_call(tool, call)
-            decisions = [self._judge(part, granted, mode) for part in parts]
+            granted = self._grants.covers_call(tool, call, escalated=escalated)
+            decisions = [self._judge(part, granted, mode, escalated) for part in parts]
         decision = _strictest(decisions)
         if decision.verdict == "ask" and mode == "never-ask":
             return Decision("deny", _never_ask_reason(decision.reason))
         return decision
 
-    def _judge(self, part: Part, granted: bool, mode: ApprovalMode) -> Decision:
+    def _judge(
+        self, part: Part, granted: bool, mode: ApprovalMode, escalated: bool = False
+    ) -> Decision:
+        escalating = escalated and isinstance(part, CommandPart)
         for level in self._levels():
-            rule = _first(level.deny, part, loose=True)
+            deny = level.deny + _escalation_rules(level.deny) if escalating else level.deny
+            rule = _first(deny, part, loose=True)
             if rule is not None:
                 return Decision("deny", f"denied by rule {rule.describe()}")
         if granted:
@@ -180,6 +203,8 @@ class RulePolicy:
             return Decision("ask", f"{part.tool}: cannot check it: {part.reason}")
         if isinstance(part, CommandPart) and part.command.guessed:
             return Decision("ask", f"{_describe(part)}: cannot check it")
+        if escalating and isinstance(part, CommandPart):
+            return self._escalation(part)
         if self._grants.covers(part):
             return Decision("allow", "allowed for this session")
         if isinstance(part, FilePart) and part.protected is not None:
@@ -200,6 +225,21 @@ class RulePolicy:
                 if rule.names(part.tool, (part.family,)) and _may_name_below(rule, part):
                     return rule.describe()
         return None
+
+    def _escalation(self, part: CommandPart) -> Decision:
+        """A command to run outside the sandbox: an ask rule (run_command or unsandboxed)
+        asks, an `unsandboxed(…)` allow rule allows, and otherwise it asks."""
+        what = _describe(part)
+        for level in self._levels():
+            rule = _first(level.ask + _escalation_rules(level.ask), part, loose=True)
+            if rule is not None:
+                return Decision("ask", f"{what}: rule {rule.describe()} asks")
+            decided = _level_decision(RuleSet(allow=_escalation_rules(level.allow)), part)
+            if decided is not None:
+                return decided
+        return Decision(
+            "ask", f"{what} outside the sandbox (sandbox: false): only you can allow that"
+        )
 
     def _levels(self) -> tuple[RuleSet, ...]:
         return (self._project, self._user) if self.trusted else (self._user,)
@@ -236,18 +276,21 @@ class RulePolicy:
         trusted); the session grant makes the answer hold now either way. Raises
         ConfigError when that file cannot be updated."""
         parts = self._parts(tool, call)
+        escalated = is_escalation(tool, call)
         with self._lock:
-            pending = [p for p in parts if self._judge(p, False, self._mode).verdict != "allow"]
-            self._grant(tool, call, parts)
+            pending = [
+                p for p in parts if self._judge(p, False, self._mode, escalated).verdict != "allow"
+            ]
+            _record(self._grants, tool, call, parts, escalated=escalated)
         if scope == "project":
-            self._write_project_rules(pending)
+            self._write_project_rules(pending, escalated=escalated)
 
     def forbid(self, tool: Tool, call: ToolCall) -> None:
         """Record a "deny, this session" answer: the same call (the exact command line,
         the same file with the same tool, the same host) is denied without asking."""
         parts = self._parts(tool, call)
         with self._lock:
-            _record(self._refusals, tool, call, parts)
+            _record(self._refusals, tool, call, parts, escalated=is_escalation(tool, call))
 
     def _parts(self, tool: Tool, call: ToolCall) -> list[Part]:
         """The parts of a call just decided (the answer follows its question), else a
@@ -258,12 +301,10 @@ class RulePolicy:
             return asked[1]
         return analyse(tool, call, self.scope)
 
-    def _grant(self, tool: Tool, call: ToolCall, parts: list[Part]) -> None:
-        _record(self._grants, tool, call, parts)
-
-    def _write_project_rules(self, parts: list[Part]) -> None:
+    def _write_project_rules(self, parts: list[Part], *, escalated: bool = False) -> None:
         """One exact rule per part not yet allowed; a carried command is covered by the
-        exact rule of a carrier that is written too."""
+        exact rule of a carrier that is written too. For an escalation, the commands'
+        rules are `unsandboxed(…)`."""
         pending = {p.command for p in parts if isinstance(p, CommandPart)}
         parts = [
             p
@@ -271,6 +312,11 @@ class RulePolicy:
             if not (isinstance(p, CommandPart) and pending.intersection(carriers(p.command)))
         ]
         texts = [text for text in map(_rule_text, parts) if text is not None]
+        if escalated:
+            prefix = f"{COMMAND_TOOL}("
+            texts = [
+                UNSANDBOXED + t[len(COMMAND_TOOL) :] if t.startswith(prefix) else t for t in texts
+            ]
         if not texts:
             return
         from codecoder.permissions import tomlfile  # only an "always" answer writes
@@ -287,10 +333,26 @@ class RulePolicy:
             tomlfile.ignore_local_file(self.workspace, edit_tracked=self.edit_tracked_gitignore)
 
 
-def _record(grants: _Grants, tool: Tool, call: ToolCall, parts: list[Part]) -> None:
+def is_escalation(tool: Tool, call: ToolCall) -> bool:
+    """Whether the call asks to run a command outside the sandbox (`sandbox: false`)."""
+    return tool.name == COMMAND_TOOL and call.args.get("sandbox") is False
+
+
+def _escalation_rules(rules: tuple[Rule, ...]) -> tuple[Rule, ...]:
+    """The `unsandboxed(…)` rules among `rules`, as run_command rules of the same pattern."""
+    return tuple(
+        msgspec.structs.replace(rule, tool=COMMAND_TOOL)
+        for rule in rules
+        if rule.tool == UNSANDBOXED
+    )
+
+
+def _record(
+    grants: _Grants, tool: Tool, call: ToolCall, parts: list[Part], *, escalated: bool = False
+) -> None:
     command = call.args.get("command")
     if tool.name == COMMAND_TOOL and isinstance(command, str):
-        grants.commands.add(command)
+        (grants.escalations if escalated else grants.commands).add(command)
     for part in parts:
         if isinstance(part, FilePart) and tool.name != COMMAND_TOOL:
             grants.files.add((part.tool, str(part.target.real)))

@@ -6,6 +6,8 @@
     write_file(src/**)               a path glob, relative to the workspace root
     edit(src/**)  read(~/notes/**)   a family: every file tool that writes / reads
     web_fetch(domain:docs.python.org)  a host (`domain:*.python.org`: it and subdomains)
+    unsandboxed(npm publish:*)       a command run outside the sandbox (`run_command` with
+                                     `sandbox: false`): its own pattern, as run_command's
     mcp__git__*                      every tool whose name the `*` glob matches (no pattern)
 
 A rule that cannot be parsed is a ConfigError naming the file and the rule, so that a
@@ -30,6 +32,9 @@ RuleAction = Literal["allow", "ask", "deny"]
 ACTIONS: tuple[RuleAction, ...] = ("allow", "ask", "deny")
 
 COMMAND_TOOL = "run_command"
+UNSANDBOXED = "unsandboxed"
+"""The rule name of an escalation (permissions/chain.py): what such a rule names is
+matched as a run_command pattern."""
 READ_FAMILY = "read"
 EDIT_FAMILY = "edit"
 """`read(…)` and `edit(…)` name every file tool that reads, respectively writes."""
@@ -148,7 +153,7 @@ def _tool_glob(name: str) -> re.Pattern[str]:
 def _parse_pattern(tool: str, body: str) -> Pattern:
     if body.startswith("domain:"):
         return _parse_domain(body.removeprefix("domain:").strip())
-    if tool == COMMAND_TOOL:
+    if tool in (COMMAND_TOOL, UNSANDBOXED):
         return _parse_command(body)
     return _parse_path(body)
 
