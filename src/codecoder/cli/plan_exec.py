@@ -39,8 +39,9 @@ from codecoder.sessions.errors import SessionError
 if TYPE_CHECKING:
     from codecoder.app.wiring import AgentSetup
     from codecoder.cli.commands import ExecOptions
-    from codecoder.plan.runner import PlanRunner
+    from codecoder.plan.runner import CommandRunner, PlanRunner
     from codecoder.plan.spec import Plan
+    from codecoder.sandbox.runtime import Sandbox
     from codecoder.sessions.records import PlanRunInfo
 
 _PLAN_EVENTS = (MilestoneStarted, GateStarted, GateFinished, MilestoneFinished, PlanFinished)
@@ -132,7 +133,7 @@ class _PlanFace(_Runner):
         runner = PlanRunner(
             self.plan,
             handle,
-            setup.manager,  # gates run where the model's commands run (its sandbox too)
+            _gate_runner(setup),
             workspace,
             progress=StoreProgress(store, run_id, setup.log),
             first_turn=setup.first_turn,
@@ -274,6 +275,17 @@ class _PlanFace(_Runner):
                 line += f": gate {gate.index + 1}, `{gate.command}`, {words}"
             return line
         return "the plan failed"
+
+
+def _gate_runner(setup: AgentSetup) -> CommandRunner:
+    """Gates run where the model's commands run: the session's process manager, in the
+    sandbox mode its commands get (plan/gates.py)."""
+    sandbox: Sandbox | None = getattr(setup, "sandbox", None)  # set where commands are confined
+    if sandbox is None:
+        return setup.manager
+    from codecoder.plan.gates import ConfinedGates
+
+    return ConfinedGates(setup.manager, sandbox)
 
 
 def _attempts(count: int) -> str:
