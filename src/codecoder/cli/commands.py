@@ -26,6 +26,8 @@ COMMANDS = (
     "untrust",
     "daemon",
     "acp",
+    "replay",
+    "trace",
 )
 _WITH_VALUE = ("-m", "--model", "--script", "-C", "--cwd", "--approval", "--max-rounds")
 _WITH_VALUE += ("--trace", "--resume")
@@ -181,9 +183,18 @@ def build_parser(first: str | None = None) -> argparse.ArgumentParser:
     demo.add_argument("--keep", action="store_true", help="keep the example project copy")
     demo.set_defaults(func=_demo)
 
-    from codecoder.cli import daemon_cmd, prompt_cmd, provider_commands, sessions_cmd, trust_cmd
+    from codecoder.cli import (
+        daemon_cmd,
+        prompt_cmd,
+        provider_commands,
+        replay_cmd,
+        sessions_cmd,
+        trace_cmd,
+        trust_cmd,
+    )
 
-    for module in (provider_commands, sessions_cmd, prompt_cmd, trust_cmd, daemon_cmd):
+    faces = (provider_commands, sessions_cmd, prompt_cmd, trust_cmd, daemon_cmd)
+    for module in (*faces, replay_cmd, trace_cmd):
         module.add_parsers(sub)
     return parser
 

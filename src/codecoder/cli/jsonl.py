@@ -217,11 +217,33 @@ def plan_line(event: PlanEvent) -> PlanLine:
     return _PLAN_LINES[type(event)](**msgspec.structs.asdict(event))  # type: ignore[return-value]
 
 
-Line = SessionLine | EventLine | PlanLine
+# --- `codecoder replay --json`: the replayed events, then what the replay found -------
+
+
+class ReplayDivergence(msgspec.Struct, frozen=True):
+    call_id: str
+    tool: str
+    recorded: str
+    live: str
+
+
+class ReplayLine(_Line, frozen=True, tag="replay"):
+    session_id: str
+    identical: bool
+    summary: str
+    turns: int
+    messages: int
+    divergence: ReplayDivergence | None
+    not_rerun: list[str]
+
+
+Line = SessionLine | EventLine | PlanLine | ReplayLine
+
 LINE_TYPES: tuple[type[_Line], ...] = (
     SessionLine,
     *EventLine.__args__,  # type: ignore[attr-defined]
     *PlanLine.__args__,  # type: ignore[attr-defined]
+    ReplayLine,
 )
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from codecoder import paths
+from codecoder.kernel.messages import Message
 from codecoder.sessions.errors import SessionError, UnknownSession
 from codecoder.sessions.export import age, jsonl, markdown, transcript
 from codecoder.sessions.records import SessionInfo
@@ -47,6 +48,11 @@ def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
     export = actions.add_parser("export", help="write a session's complete history to stdout")
     export.add_argument("id", help="session id or a prefix of at least 8 characters")
     export.add_argument("--format", choices=("jsonl", "markdown"), default="jsonl")
+    export.add_argument(
+        "--as-script",
+        action="store_true",
+        help="the model's side as a codecoder-script/1 file, for exec --script (a test)",
+    )
     export.set_defaults(func=export_cmd)
 
     fork = actions.add_parser("fork", help="branch a session into a new one; prints its id")
@@ -173,12 +179,29 @@ def _show(store: SessionStore, args: argparse.Namespace) -> int:
 def _export(store: SessionStore, args: argparse.Namespace) -> int:
     session_id = store.resolve(args.id)
     messages = store.load_messages(session_id)
+    if args.as_script:
+        return _export_script(store, session_id, messages)
     if args.format == "markdown":
         sys.stdout.write(markdown(store.get(session_id), messages))
         return 0
     sys.stdout.flush()
     sys.stdout.buffer.writelines(jsonl(messages))
     sys.stdout.buffer.flush()
+    return 0
+
+
+def _export_script(store: SessionStore, session_id: str, messages: list[Message]) -> int:
+    import json
+
+    from codecoder.app.script_export import script_from_record
+    from codecoder.kernel.journal import decode_entries
+
+    rows = store.load_records(session_id)
+    if not rows:
+        raise SessionError(f"session {session_id[:8]} has no record to make a script of")
+    entries = [entry for row in rows for entry in decode_entries(row)]
+    script = script_from_record(entries, {m.id: m for m in messages})
+    print(json.dumps(script, indent=1, ensure_ascii=False))
     return 0
 
 

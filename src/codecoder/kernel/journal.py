@@ -377,6 +377,10 @@ class Journal:
     def forbid(self, policy: PermissionPolicy, tool: Tool, call: ToolCall) -> None:
         policy.forbid(tool, call)
 
+    def source(self, source: ToolSource) -> ToolSource:
+        """`source` as the loop should see it (a Recorder writes down what it offers)."""
+        return source
+
     def run_tool(self, tool: Tool, call: ToolCall, ctx: ToolContext, result_id: int) -> ToolResult:
         return tool.run(call.args, ctx)
 
@@ -645,7 +649,6 @@ class Recorder(Journal):
             self._pending.append(ToolRan(call.id, result_id, events, error, crashed))
 
     def source(self, source: ToolSource) -> ToolSource:
-        """`source` as the loop should see it: what it offers is recorded."""
         return _RecordedSource(source, self._pending)
 
     def closing(self, closing: bool) -> bool:
@@ -773,6 +776,8 @@ class Replayer(Journal):
         self._digest = EventDigest(lambda r: r)  # results come from the store already
         self.differences: list[str] = []
         """One line per turn whose events differ from the record's."""
+        self.mismatch = ""
+        """The first point where the loop wanted what the record does not have."""
         self.divergence: Divergence | None = None
         self.not_rerun: list[str] = []
         """Calls `live` did not let run again (their recorded results were used)."""
@@ -786,9 +791,15 @@ class Replayer(Journal):
         entry = self._peek()
         if not isinstance(entry, kind):
             found = type(entry).__name__ if entry is not None else "the end of the record"
-            raise ReplayMismatch(f"the loop wanted {what}; the record has {found}")
+            raise self._mismatch(f"the loop wanted {what}; the record has {found}")
         self._at += 1
         return entry
+
+    def _mismatch(self, text: str) -> ReplayMismatch:
+        """The exception to raise; the first one is kept (the loop turns what it raises
+        into a failed call or turn, which the replay then goes on from)."""
+        self.mismatch = self.mismatch or text
+        return ReplayMismatch(text)
 
     def _take_if(self, kind: type[Any]) -> Any:
         entry = self._peek()
@@ -806,7 +817,7 @@ class Replayer(Journal):
     def turn(self, turn: int, message_id: int) -> None:
         entry: Turn = self._take(Turn, f"turn {turn}")
         if (entry.turn, entry.message) != (turn, message_id):
-            raise ReplayMismatch(
+            raise self._mismatch(
                 f"turn {turn} began with message {message_id}; the record's turn "
                 f"{entry.turn} with message {entry.message}"
             )
@@ -836,7 +847,7 @@ class Replayer(Journal):
     def stream(self, open_live: Callable[[], StreamSource], token: CancelToken) -> StreamSource:
         entry: Stream = self._take(Stream, "a model reply")
         message = self._messages.get(entry.message) if entry.message else None
-        return _RecordedStream(entry.items, message, token)
+        return _RecordedStream(entry.items, message, token, self._mismatch)
 
     def decide(self, policy: PermissionPolicy, tool: Tool, call: ToolCall) -> Decision:
         entry = self._peek()
@@ -870,7 +881,7 @@ class Replayer(Journal):
     def run_tool(self, tool: Tool, call: ToolCall, ctx: ToolContext, result_id: int) -> ToolResult:
         entry: ToolRan = self._take(ToolRan, f"the result of {call.id}")
         if entry.call != call.id:
-            raise ReplayMismatch(f"the loop ran {call.id}; the record has {entry.call}")
+            raise self._mismatch(f"the loop ran {call.id}; the record has {entry.call}")
         result = self._recorded_result(entry, call)
         text = result.text if result is not None else ""
         for event in _resolve_outputs(entry.events, call.id, text):
@@ -890,7 +901,7 @@ class Replayer(Journal):
         message = self._messages.get(entry.result)
         found = [r for r in message.tool_results if r.tool_call_id == call.id] if message else []
         if not found:
-            raise ReplayMismatch(f"message {entry.result} holds no result for {call.id}")
+            raise self._mismatch(f"message {entry.result} holds no result for {call.id}")
         return found[0]
 
     def _run_live(
@@ -921,7 +932,7 @@ class Replayer(Journal):
         if now != then and self.divergence is None:
             self.divergence = Divergence(call.id, call.name, then, now)
 
-    def source(self, make_tool: Callable[[str], Tool]) -> ToolSource:
+    def replayed_source(self, make_tool: Callable[[str], Tool]) -> ToolSource:
         """A tool source that offers what the recorded one did, as `make_tool` builds it."""
         return _ReplayedSource(self, make_tool)
 
@@ -979,9 +990,16 @@ class _RecordedStream:
     """A reply from the record, one item per take, on the loop thread. `empty()` is always
     true, so the pump never joins chunks the record keeps apart."""
 
-    def __init__(self, items: list[StreamItem], message: Message | None, token: CancelToken):
+    def __init__(
+        self,
+        items: list[StreamItem],
+        message: Message | None,
+        token: CancelToken,
+        mismatch: Callable[[str], ReplayMismatch],
+    ) -> None:
         self._items = iter(items)
         self._token = token
+        self._mismatch = mismatch
         text = reasoning = ""
         self._tokens: list[str | None] = []
         self._calls: dict[str, ToolCall] = {}
@@ -1021,7 +1039,7 @@ class _RecordedStream:
         if isinstance(item, CallMark):
             call = self._calls.get(item.id)
             if call is None:
-                raise ReplayMismatch(f"the reply's message has no tool call {item.id}")
+                raise self._mismatch(f"the reply's message has no tool call {item.id}")
             raw = call.raw_args if call.raw_args is not None else codec.encode(call.args).decode()
             return ToolCallDone(item.id, call.name, raw)
         if isinstance(item, Used):
