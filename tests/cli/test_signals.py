@@ -1,6 +1,7 @@
-"""How the agent ends never leaves a command running: SIGHUP to `codecoder exec` and to
-the interactive client (exit 129, the command's tree killed), and SIGKILL to `exec` (the
-watchdog kills the tree). Real subprocesses, real signals, checked in /proc."""
+"""How the agent ends never leaves a command running: SIGHUP to `codecoder exec` (exit
+129, the command's tree killed), and SIGKILL to `exec` (the watchdog kills the tree).
+Real subprocesses, real signals, checked in /proc. SIGHUP to the interactive client, in
+a real terminal: tests/cli/test_tui.py."""
 
 from __future__ import annotations
 
@@ -120,26 +121,3 @@ def test_a_sigkilled_exec_leaves_no_command_running(
     proc.communicate(timeout=15)
     assert proc.returncode == -signal.SIGKILL
     assert all_gone(pids, within=5.0), {pid: stat_of(pid) for pid in pids}
-
-
-def test_sighup_ends_the_interactive_client_and_its_command(
-    tmp_path: Path, leave_nothing: list[int]
-) -> None:
-    pidfile = tmp_path / "pids"
-    path = script(tmp_path, tree_command(pidfile))
-    proc = subprocess.Popen(
-        [*CLI, *FULL_AUTO, "--script", str(path), "-C", str(tmp_path)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdin is not None
-    proc.stdin.write("start the command\n")
-    proc.stdin.flush()  # and stdin stays open: the session is waiting, not at its end
-    pids = wait_for_pids(pidfile, leave_nothing)
-    proc.send_signal(signal.SIGHUP)
-    _, err = proc.communicate(timeout=15)
-    assert proc.returncode == 129, err
-    assert "Traceback" not in err
-    assert not any(alive(pid) for pid in pids)

@@ -1,5 +1,5 @@
 """`codecoder trust` / `untrust`, and what the interactive client says and asks when an
-answer writes a project rule (issue 10, item 13)."""
+answer writes a project rule (issue 10, item 13; the client in a real terminal)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from codecoder.cli.tui.questions import UNTRUSTED
 from codecoder.permissions import is_trusted
 from codecoder.permissions.trust import trusted_file
+from tests.terminal import Terminal
 
 CLI = [sys.executable, "-m", "codecoder"]
 
@@ -61,33 +63,46 @@ def test_trust_warns_about_a_broken_project_file(tmp_path: Path) -> None:
     assert is_trusted(tmp_path)
 
 
-def interactive(tmp_path: Path, replies: list[Any], lines: list[str]) -> str:
-    result = run(
-        "--script", script(tmp_path, replies), "-C", str(tmp_path),
-        input="".join(f"{line}\n" for line in lines),
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    return result.stdout
+def interactive(tmp_path: Path, replies: list[Any], keys: list[str]) -> str:
+    """A session in a terminal: the task `go`, then `keys` at its question; what the
+    screen showed before each key, and at the end."""
+    path = script(tmp_path, replies)
+    term = Terminal(["--no-daemon", "--script", path, "-C", str(tmp_path)], cwd=tmp_path)
+    try:
+        term.ready()
+        term.line("go")
+        term.wait_for("Allow it?")
+        seen = []
+        for key in keys:
+            term.settle(0.5)  # a question takes keys once the typing has stopped
+            seen.append(term.display())
+            term.send(key)
+        term.wait_for("ok")
+        term.send("\x04")
+        assert term.exit_code() == 0
+        return "\n".join([*seen, term.text()])
+    finally:
+        term.close()
 
 
 def test_the_prompt_says_a_project_rule_needs_trust(tmp_path: Path) -> None:
-    out = interactive(tmp_path, [[touch("a")], ["ok"]], ["go", "p"])
-    assert "always this [p]roject (later sessions need `codecoder trust`)" in out
+    out = interactive(tmp_path, [[touch("a")], ["ok"]], ["p"])
+    assert "always, this project  " + UNTRUSTED in out
     assert (tmp_path / "a").exists()
     assert run("trust", str(tmp_path)).returncode == 0
-    out = interactive(tmp_path, [[touch("b")], ["ok"]], ["go", "n"])
-    assert "always this [p]roject, [n]o" in out
+    out = interactive(tmp_path, [[touch("b")], ["ok"]], ["n"])
+    assert "p  always, this project" in out and UNTRUSTED not in out
 
 
 def test_the_first_project_rule_asks_before_changing_a_tracked_gitignore(tmp_path: Path) -> None:
     (tmp_path / ".git").mkdir()
     gitignore = tmp_path / ".gitignore"
     gitignore.write_text("build/\n")
-    out = interactive(tmp_path, [[touch("a")], ["ok"]], ["go", "p", "n"])
-    assert "add it to .gitignore (a tracked file)?" in out
+    out = interactive(tmp_path, [[touch("a")], ["ok"]], ["p", "n"])
+    assert "Add it to .gitignore (a file git tracks)?" in out
     assert gitignore.read_text() == "build/\n"
     assert "config.local.toml" in (tmp_path / ".codecoder" / ".gitignore").read_text()
     (tmp_path / ".codecoder" / "config.local.toml").unlink()
     (tmp_path / ".codecoder" / ".gitignore").unlink()
-    interactive(tmp_path, [[touch("b")], ["ok"]], ["go", "p", "y"])
+    interactive(tmp_path, [[touch("b")], ["ok"]], ["p", "y"])
     assert gitignore.read_text() == "build/\n.codecoder/config.local.toml\n"

@@ -1,7 +1,8 @@
 """The terminal client and `codecoder sessions` with a running daemon: by default the
 client drives a daemon session (which goes on when the client leaves), `--attach` finds
-the folder's live session, `--no-daemon` stays in process, and `sessions` marks what
-is live."""
+the folder's live session and shows the conversation so far, `--no-daemon` stays in
+process, and `sessions` marks what is live. The client runs in a real terminal
+(tests/terminal.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from codecoder.cli.tui.text import MARK
 from tests.daemon.helpers import CLI, Daemon, write_script
+from tests.terminal import Terminal
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -24,30 +27,34 @@ def daemon(tmp_path: Path) -> Iterator[Daemon]:
     running.stop()
 
 
-def client(workspace: Path, *flags: str, lines: str = "go\n/exit\n") -> str:
-    done = subprocess.run(
-        [*CLI, "-C", str(workspace), *flags],
-        input=lines,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+def client(workspace: Path, *flags: str, task: str = "go", answer: str = "") -> str:
+    """Run the client in a terminal, send `task`, wait for `answer`, leave with Ctrl+D;
+    what was on the screen."""
+    term = Terminal(["-C", str(workspace), *flags], cwd=workspace)
+    try:
+        term.ready()
+        term.line(task)
+        term.wait_for(answer)
+        term.wait_idle()
+        term.send("\x04")
+        assert term.exit_code() == 0, term.text()
+        return term.text()
+    finally:
+        term.close()
 
 
 def test_the_client_uses_the_daemon_and_the_session_outlives_it(
     daemon: Daemon, tmp_path: Path
 ) -> None:
-    out = client(tmp_path)
-    assert "(daemon)" in out and "the daemon answers" in out
+    out = client(tmp_path, answer="the daemon answers")
+    assert "(daemon)" in out
     with daemon.client() as listing:
         sessions = listing.call("_codecoder/sessions/list", {})["sessions"]
     assert [s["cwd"] for s in sessions] == [str(tmp_path)]
-    again = client(tmp_path, "--attach")  # this folder's live session, same script
+    again = client(tmp_path, "--attach", answer="again from the daemon")  # the live session
     assert sessions[0]["sessionId"][:8] in again
-    assert "again from the daemon" in again
+    assert "earlier in this session" in again and f"{MARK} go" in again  # what was said before
+    assert "the daemon answers" in again
     listed = subprocess.run(
         [*CLI, "sessions", "-C", str(tmp_path)], capture_output=True, text=True, check=True
     ).stdout
@@ -57,8 +64,8 @@ def test_the_client_uses_the_daemon_and_the_session_outlives_it(
 def test_no_daemon_stays_in_this_process(daemon: Daemon, tmp_path: Path) -> None:
     (tmp_path / "local").mkdir()
     script = write_script(tmp_path / "local", [["answered here"]])
-    out = client(tmp_path, "--no-daemon", "--script", str(script))
-    assert "answered here" in out and "(daemon)" not in out
+    out = client(tmp_path, "--no-daemon", "--script", str(script), answer="answered here")
+    assert "(daemon)" not in out
     with daemon.client() as listing:
         assert listing.call("_codecoder/sessions/list", {})["sessions"] == []
 

@@ -147,7 +147,7 @@ def build_parser(first: str | None = None) -> argparse.ArgumentParser:
         "session in this folder.",
     )
     parser.add_argument("--version", "-V", action="version", version=f"codecoder {__version__}")
-    _agent_options(parser, approval="ask")
+    _agent_options(parser, approval=None)  # "ask" on a terminal, else exec's default
     _session_options(parser)
     _daemon_options(parser)
     parser.set_defaults(func=_interactive, task=None, json=False, stdin_replies=False)
@@ -174,7 +174,7 @@ def build_parser(first: str | None = None) -> argparse.ArgumentParser:
 
     resume = sub.add_parser("resume", help="continue a session interactively")
     resume.add_argument("resume", nargs="?", metavar="ID", help="default: this folder's last")
-    _agent_options(resume, approval="ask")
+    _agent_options(resume, approval=None)
     _daemon_options(resume)
     resume.set_defaults(func=_interactive, continue_=False, task=None, json=False)
 
@@ -199,7 +199,7 @@ def build_parser(first: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _agent_options(parser: Any, *, approval: str) -> None:
+def _agent_options(parser: Any, *, approval: str | None) -> None:
     parser.add_argument("-m", "--model", help="PROVIDER/MODEL, e.g. openai/gpt-5")
     parser.add_argument("--script", help="replay a codecoder-script/1 file (offline)")
     parser.add_argument("-C", "--cwd", help="the workspace (default: the current folder)")
@@ -262,7 +262,7 @@ def agent_options(namespace: argparse.Namespace) -> AgentOptions:
         model=namespace.model,
         script=namespace.script,
         cwd=namespace.cwd,
-        approval=namespace.approval,
+        approval=namespace.approval or "ask",
         max_rounds=namespace.max_rounds,
         trace=namespace.trace,
         continue_=continue_,
@@ -289,6 +289,7 @@ def _exec(namespace: argparse.Namespace) -> int:
             "give the TASK (or - to read it from standard input), or --plan FILE"
             if namespace.task is None
             else "--plan runs the plan's tasks: give no TASK with it"
+        approval_given=namespace.approval is not None,
         )
         print(f"codecoder exec: error: {problem}", file=sys.stderr)
         return EXIT_USAGE

@@ -1,79 +1,99 @@
-"""`codecoder` and `codecoder resume`: a plain line-mode interactive session.
+"""`codecoder` and `codecoder resume`: the interactive terminal client (cli/tui/), on a
+session of the running daemon (by default when one runs; always with `--attach`) or in
+this process (`--no-daemon`, or no daemon).
 
-A first client on the same handle the headless runner uses: the user's lines go in as
-ProcessMessage, events are rendered as they arrive, questions (ConfirmRequest, AskUser)
-are put to the user and answered through their oneshot. Ctrl+C cancels the running turn;
-at the prompt it clears the line, and a second one (or Ctrl+D, or /exit) leaves.
-Commands: /compact, /exit. The richer terminal client will replace the input side.
+Not a terminal (standard input or output redirected): it behaves like `codecoder exec`
+on the task read from standard input (`codecoder < task.md > answer.md`), with exec's
+approval default (never-ask) unless `--approval` was given, and exec's exit codes.
 
-SIGHUP (the terminal closed, the SSH connection dropped) ends the session: the running
-turn is cancelled, so its command's tree is killed, and the exit code is 129. Left to
-its default, the signal would end the process at once and leave the command running.
+With no model configured (no `-m`, no `--script`, no `model = …` in config.toml, not
+resuming, no daemon) it prints a short guide instead of one error line.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import sys
 from pathlib import Path
-from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from codecoder.cli.render import Renderer
-from codecoder.exitcodes import EXIT_OK, EXIT_SIGHUP, EXIT_USAGE
-from codecoder.kernel.events import (
-    AgentEvent,
-    AskUser,
-    Compacted,
-    ConfirmReply,
-    ConfirmRequest,
-    Decision,
-    Done,
-    StatusUpdate,
-    Subagent,
-    Usage,
-)
-from codecoder.kernel.handle import AgentClosed
+import msgspec
+
+from codecoder.exitcodes import EXIT_USAGE
 
 if TYPE_CHECKING:
     from codecoder.app.options import AgentOptions
-    from codecoder.app.wiring import AgentSetup
+    from codecoder.daemon.client import DaemonClient
 
-_ANSWERS: dict[str, Decision] = {
-    "y": "allow_once",
-    "a": "allow_session",
-    "p": "allow_project",
-    "n": "deny",
-}
-_CONFIRM_PROMPT = "  allow? [y]es once, [a]lways this session, always this [p]roject{note}, [n]o: "
-_UNTRUSTED_NOTE = " (later sessions need `codecoder trust`)"
-_GITIGNORE_PROMPT = (
-    "  project rules go to .codecoder/config.local.toml, which git should not see.\n"
-    "  add it to .gitignore (a tracked file)? [y]es, [n]o: use .codecoder/.gitignore: "
-)
+GUIDE = """\
+CodeCoder needs a model to talk to. Pick one of these:
+
+  1. An API key in the environment, and the model on the command line:
+       export ANTHROPIC_API_KEY=…        # or OPENAI_API_KEY, OPENROUTER_API_KEY, DEEPSEEK_API_KEY
+       codecoder -m anthropic/claude-sonnet-4-5
+
+  2. A default model in {config}:
+       model = "anthropic/claude-sonnet-4-5"
+
+     or a local server (Ollama, vLLM, llama.cpp, LM Studio …), no key needed:
+       model = "ollama/qwen3-coder"
+       # another server:  [providers.local]  base_url = "http://localhost:8000/v1"  wire = "chat"
+
+  3. No model at all: `codecoder demo` replays a recorded session offline.
+
+`codecoder models` lists what is configured; `codecoder doctor` checks each key and server.
+Every setting: docs/config.md.
+"""
 
 
-def run_repl(options: AgentOptions, *, attach: str | None = None, no_daemon: bool = False) -> int:
-    """The interactive client: in this process, or on a session of the running daemon
-    (always with `--attach`; by default when one runs, unless `--no-daemon`)."""
+def run_repl(
+    options: AgentOptions,
+    *,
+    attach: str | None = None,
+    no_daemon: bool = False,
+    approval_given: bool = True,
+) -> int:
+    """The interactive client; `approval_given`: `--approval` was on the command line
+    (otherwise a run without a terminal takes exec's default)."""
     workspace = Path(options.cwd or ".").expanduser().resolve()
     if not workspace.is_dir():
         print(f"codecoder: no such folder: {workspace}", file=sys.stderr)
         return EXIT_USAGE
+    if not (os.isatty(0) and os.isatty(1)):
+        return _not_a_terminal(options, attach, approval_given)
+    daemon: DaemonClient | None = None
     if attach is not None or (not no_daemon and _daemon_runs()):
-        return _run_remote(options, workspace, attach)
-    from codecoder.app.wiring import WiringError, build_agent
+        from codecoder.daemon.client import DaemonClient, DaemonUnavailable
 
-    try:
-        setup = build_agent(options, workspace)
-    except WiringError as exc:
-        print(f"codecoder: {exc}", file=sys.stderr)
+        try:
+            daemon = DaemonClient()
+        except DaemonUnavailable as exc:
+            if attach is not None:
+                print(
+                    f"codecoder: {exc} (start one with `codecoder daemon --detach`)",
+                    file=sys.stderr,
+                )
+                return EXIT_USAGE
+    if daemon is None and _needs_a_model(options):  # (a daemon has its own defaults)
+        from codecoder import paths
+
+        print(GUIDE.format(config=paths.config_dir() / "config.toml"), file=sys.stderr, end="")
         return EXIT_USAGE
-    with contextlib.ExitStack() as stack:
-        stack.callback(setup.close)
-        return _drive(setup.loop.start(), setup.session_id, workspace, setup)
+    from codecoder.cli.tui.app import Client
+    from codecoder.cli.tui.backend import open_backend
+
+    client = Client(
+        options,
+        workspace,
+        lambda: open_backend(options, workspace, attach=attach, daemon=daemon),
+        color=_color(),
+        daemon=daemon is not None,
+    )
+    return client.run()
+
+
+def _color() -> bool:
+    return not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
 
 
 def _daemon_runs() -> bool:
@@ -82,182 +102,54 @@ def _daemon_runs() -> bool:
     return running_daemon() is not None
 
 
-def _run_remote(options: AgentOptions, workspace: Path, attach: str | None) -> int:
-    """A session of the daemon: a new one here, or `attach` (an id; "" for this
-    folder's latest live session, and for --continue / --resume the stored one)."""
-    from codecoder.daemon.client import DaemonClient, DaemonUnavailable, RemoteAgent, RpcError
+def _needs_a_model(options: AgentOptions) -> bool:
+    if options.model or options.script or options.resume is not None or options.continue_:
+        return False
+    from codecoder import paths
+    from codecoder.config import ConfigError, read_toml
+    from codecoder.providers.registry import default_model
 
     try:
-        client = DaemonClient()
-    except DaemonUnavailable as exc:
-        print(f"codecoder: {exc} (start one with `codecoder daemon --detach`)", file=sys.stderr)
-        return EXIT_USAGE
-    try:
-        session = (
-            attach or options.resume or (_latest_stored(workspace) if options.continue_ else None)
-        )
-        if attach == "" and session is None:
-            session = _latest_live(client, workspace)
-        agent = RemoteAgent.open(client, workspace, session, options=options)
-    except (RpcError, TimeoutError, DaemonUnavailable, ValueError) as exc:
-        client.close()
-        print(f"codecoder: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    return _drive(agent, agent.session_id, workspace, None)
+        config = read_toml(paths.config_dir() / "config.toml")
+    except ConfigError:
+        return False  # the session's start says what is wrong with the file
+    return default_model(config) is None
 
 
-def _latest_stored(workspace: Path) -> str:
-    from codecoder.sessions import SessionStore
+def _not_a_terminal(options: AgentOptions, attach: str | None, approval_given: bool) -> int:
+    """`codecoder` with its input or output redirected: `codecoder exec -`."""
+    if attach is not None:
+        from codecoder.daemon.client import DaemonClient, DaemonUnavailable
 
-    with SessionStore() as store:
-        latest = store.latest_for(workspace)
-    if latest is None:
-        raise ValueError(f"no session to continue in {workspace}")
-    return latest.id
-
-
-def _latest_live(client: object, workspace: Path) -> str:
-    from codecoder.daemon.client import DaemonClient
-
-    assert isinstance(client, DaemonClient)
-    client.initialize()
-    live = client.call("_codecoder/sessions/list", {})["sessions"]
-    here = [s for s in live if s.get("cwd") == str(workspace)]
-    if not here:
-        raise ValueError(f"the daemon has no live session in {workspace}")
-    return str(here[-1]["sessionId"])
-
-
-def _drive(handle: Any, session_id: str, workspace: Path, setup: AgentSetup | None) -> int:
-    renderer = Renderer()
-    terminals = [fd for fd in (1, 2) if os.isatty(fd)]
-    previous = signal.signal(signal.SIGHUP, _hang_up)
-    code = EXIT_OK
-    try:
-        where = " (daemon)" if setup is None else ""
-        renderer.line(f"CodeCoder · session {session_id[:8]}{where} · {workspace}", "dim")
-        renderer.line("Ctrl+C stops a turn · /compact · /exit or Ctrl+D to leave", "dim")
-        _Session(handle, renderer, setup).run()
-    except _HangUp:
-        code = EXIT_SIGHUP
-        _silence(terminals)  # the terminal is gone: writing to it would fail
-        with contextlib.suppress(AgentClosed):
-            handle.cancel()  # the command's tree is killed before the shutdown returns
-    finally:
-        handle.shutdown()  # in the daemon: detach, the session goes on
-        signal.signal(signal.SIGHUP, previous)
-    return code
-
-
-class _HangUp(BaseException):
-    """SIGHUP, raised on the main thread wherever it waits (like KeyboardInterrupt), so
-    that a prompt blocked on a terminal that no longer answers gives way too."""
-
-
-def _hang_up(signum: int, frame: FrameType | None) -> None:
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # once: the way out is not cut short
-    raise _HangUp
-
-
-def _silence(fds: list[int]) -> None:
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    for fd in fds:
-        os.dup2(devnull, fd)
-    os.close(devnull)
-
-
-class _Session:
-    """The line-mode loop; `setup` is None on a daemon session (the daemon keeps its log
-    and policy)."""
-
-    def __init__(self, handle: Any, renderer: Renderer, setup: AgentSetup | None) -> None:
-        self.handle = handle
-        self.renderer = renderer
-        self.setup = setup
-
-    def run(self) -> None:
-        while (line := self._read("\n> ")) is not None:
-            text = line.strip()
-            if not text:
-                continue
-            if text in ("/exit", "/quit"):
-                return
-            if text == "/compact":
-                if self.setup is None:
-                    self.renderer.line("/compact is not available on a daemon session", "dim")
-                    continue
-                self.handle.compact()
-                self._until(lambda e: isinstance(e, Compacted | StatusUpdate) and _settles(e))
-                continue
-            if self.setup is not None and self.setup.log is not None:
-                self.setup.log.begin_turn()
-            self.handle.send(text)
-            self._until(lambda e: isinstance(e, Done))
-
-    def _until(self, last: Any) -> None:
-        """Render events until one satisfies `last`; Ctrl+C, wherever it lands (waiting,
-        rendering), cancels what is running and the events go on to its Done."""
-        while True:
-            try:
-                event = self.handle.next_event()
-                if event is None:
-                    return
-                self._show(event)
-                if last(event):
-                    return
-            except KeyboardInterrupt:
-                self.handle.cancel()
-
-    def _show(self, event: AgentEvent) -> None:
-        self.renderer.show(event)
-        if isinstance(event, Usage) and self.setup is not None and self.setup.log is not None:
-            self.setup.log.add_usage(event)
-        inner = event
-        while isinstance(inner, Subagent):
-            inner = inner.event
-        if isinstance(inner, ConfirmRequest):
-            policy = self.setup.policy if self.setup is not None else None
-            untrusted = policy is not None and not policy.trusted
-            answer = self._read(_CONFIRM_PROMPT.format(note=_UNTRUSTED_NOTE if untrusted else ""))
-            decision = _ANSWERS.get((answer or "n").strip()[:1].lower(), "deny")
-            if decision == "allow_project" and policy is not None:
-                self._before_first_project_rule(policy)
-            inner.reply.send(ConfirmReply(decision))
-        elif isinstance(inner, AskUser):
-            for number, option in enumerate(inner.options, 1):
-                self.renderer.line(f"  {number}. {option}")
-            answer = (self._read(f"? {inner.question}\n  ") or "").strip()
-            if answer.isdigit() and 0 < int(answer) <= len(inner.options):
-                answer = inner.options[int(answer) - 1]
-            inner.reply.send(answer)
-
-    def _before_first_project_rule(self, policy: Any) -> None:
-        """The first project rule creates `.codecoder/config.local.toml`, which is added
-        to .gitignore; where that would change a tracked file, the user says whether."""
-        from codecoder import paths
-        from codecoder.permissions.tomlfile import ignore_plan
-
-        workspace = policy.workspace
-        if (paths.project_dir(workspace) / "config.local.toml").exists():
-            return
-        if ignore_plan(workspace) == "tracked":
-            answer = (self._read(_GITIGNORE_PROMPT) or "").strip().lower()
-            policy.edit_tracked_gitignore = answer.startswith("y")
-
-    @staticmethod
-    def _read(prompt: str) -> str | None:
-        """A line from the user; None at end of input. Ctrl+C gives an empty line."""
         try:
-            return input(prompt)
-        except EOFError:
-            return None
-        except KeyboardInterrupt:
-            print()
-            return ""
+            DaemonClient().close()
+        except DaemonUnavailable as exc:
+            print(f"codecoder: {exc} (start one with `codecoder daemon --detach`)", file=sys.stderr)
+            return EXIT_USAGE
+        print(
+            "codecoder: --attach needs a terminal; to run a task without one, use `codecoder exec`",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    from codecoder.cli.commands import ExecOptions
+    from codecoder.cli.headless import run_exec
 
+    if options.resume is not None:  # a session that cannot be found: said before the task
+        from codecoder.sessions import SessionError, SessionStore
 
-def _settles(event: AgentEvent) -> bool:
-    """The end of a /compact: its result, not the 'compacting' progress note."""
-    return isinstance(event, Compacted) or (
-        isinstance(event, StatusUpdate) and event.status == "compact"
-    )
+        try:
+            with SessionStore() as store:
+                store.resolve(options.resume)
+        except SessionError as exc:
+            print(f"codecoder: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+
+    if os.isatty(0):
+        print(
+            "codecoder: the output is not a terminal: reading the task from the terminal "
+            "(end it with Ctrl+D), as `codecoder exec -` does",
+            file=sys.stderr,
+        )
+    if not approval_given:
+        options = msgspec.structs.replace(options, approval="never-ask")
+    return run_exec(ExecOptions(options, "-"))

@@ -19,12 +19,15 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from codecoder import paths
 from codecoder.daemon.acp import PERMISSION_OPTIONS
 from codecoder.daemon.rpc import PROTOCOL_VERSION, Connection, RpcError
 from codecoder.kernel.events import (
     AgentEvent,
     AskUser,
+    Compacted,
     ConfirmReply,
     ConfirmRequest,
     Done,
@@ -33,16 +36,29 @@ from codecoder.kernel.events import (
     NewReasoning,
     NewToken,
     StatusUpdate,
+    Subagent,
+    TodoItem,
+    TodoUpdated,
     ToolFinished,
+    ToolOutput,
     ToolStarted,
+    Usage,
 )
-from codecoder.kernel.messages import Text, ToolCall, ToolResult
+from codecoder.kernel.messages import Message, Reasoning, Text, ToolCall, ToolResult
 from codecoder.kernel.oneshot import Oneshot
 
 if TYPE_CHECKING:
     from codecoder.app.options import AgentOptions
 
 _STOP = {"end_turn": "completed", "cancelled": "cancelled", "max_turn_requests": "max_rounds"}
+_TODO_STATUS = {"pending": "pending", "in_progress": "in_progress", "completed": "done"}
+_REPLAYED = (
+    "user_message_chunk",
+    "agent_message_chunk",
+    "agent_thought_chunk",
+    "tool_call",
+    "tool_call_update",
+)
 
 
 class DaemonUnavailable(Exception):
@@ -146,12 +162,19 @@ class DaemonClient:
 class RemoteAgent:
     """One daemon session, seen through the AgentHandle's surface."""
 
-    def __init__(self, client: DaemonClient, session_id: str, workspace: Path) -> None:
+    def __init__(
+        self, client: DaemonClient, session_id: str, workspace: Path, *, replayed: bool = False
+    ) -> None:
         self.client = client
         self.session_id = session_id
         self.workspace = workspace
         self._events: queue.SimpleQueue[AgentEvent | None] = queue.SimpleQueue()
         self._names: dict[str, tuple[str, dict[str, Any]]] = {}
+        self._tails: dict[str, str] = {}
+        self._early: list[tuple[str, Any]] = []
+        self.history: list[Message] = self._take_history() if replayed else []
+        """The conversation the daemon replayed on attach or load (the stored messages,
+        then the running turn's updates so far), for the client to show before the prompt."""
         self._pump = threading.Thread(target=self._read, name="remote-events", daemon=True)
         self._pump.start()
 
@@ -179,7 +202,23 @@ class RemoteAgent:
         except RpcError:
             load = {"sessionId": session_id, "cwd": str(workspace), "mcpServers": []}
             client.call("session/load", load)
-        return cls(client, session_id, workspace)
+        return cls(client, session_id, workspace, replayed=True)
+
+    def _take_history(self) -> list[Message]:
+        """The replay is queued before the answer to attach or load: take it, up to the
+        first message that is not an update (a question of the running turn), which the
+        event pump then handles first."""
+        updates: list[dict[str, Any]] = []
+        while True:
+            try:
+                method, params = self.client.next_message(timeout=0)
+            except TimeoutError:
+                break
+            if self._early or method != "session/update" or not isinstance(params, dict):
+                self._early.append((method, params))
+            elif isinstance(params.get("update"), dict):
+                updates.append(params["update"])
+        return replayed_messages(updates)
 
     # --- the AgentHandle surface -----------------------------------------------------------
 
@@ -195,6 +234,10 @@ class RemoteAgent:
             return self._events.get(timeout=timeout)
         except queue.Empty:
             raise TimeoutError(f"no event within {timeout} s") from None
+
+    def set_mode(self, mode: str) -> None:
+        """ACP's session/set_mode: the approval mode, at once (the running turn too)."""
+        self.client.call("session/set_mode", {"sessionId": self.session_id, "modeId": mode})
 
     def shutdown(self, timeout: float | None = 10.0) -> None:
         """Detach: the session goes on in the daemon."""
@@ -215,8 +258,9 @@ class RemoteAgent:
         self._events.put(Done(cancelled=reason == "cancelled", reason=reason))
 
     def _read(self) -> None:
+        early, self._early = self._early, []
         while True:
-            method, params = self.client.next_message()
+            method, params = early.pop(0) if early else self.client.next_message()
             if method == "__closed__":
                 self._events.put(None)
                 return
@@ -227,8 +271,30 @@ class RemoteAgent:
             elif method == "session/update" and isinstance(params, dict):
                 for event in self._translate(params.get("update")):
                     self._events.put(event)
-            elif method == "_codecoder/status" and isinstance(params, dict):
-                self._events.put(StatusUpdate(str(params.get("status")), str(params.get("detail"))))
+            elif isinstance(params, dict):
+                event = self._extension(method, params)
+                if event is not None:
+                    self._events.put(event)
+
+    def _extension(self, method: str, params: dict[str, Any]) -> AgentEvent | None:
+        """Our `_codecoder/…` notifications (docs/acp.md) as kernel events."""
+        from codecoder.kernel import codec
+
+        try:
+            if method == "_codecoder/status":
+                return StatusUpdate(str(params.get("status")), str(params.get("detail")))
+            if method == "_codecoder/usage":
+                return msgspec.convert(params, Usage)
+            if method == "_codecoder/compacted":
+                return msgspec.convert(params, Compacted)
+            if method == "_codecoder/subagent":
+                inner = codec.convert(params.get("event"), AgentEvent)  # type: ignore[arg-type]
+                return Subagent(str(params.get("agentId")), inner)
+            if method == "_codecoder/request_resolved":
+                return StatusUpdate("request_resolved", str(params.get("toolCallId", "")))
+        except (msgspec.ValidationError, TypeError):
+            return None
+        return None
 
     def _translate(self, update: Any) -> list[AgentEvent]:
         if not isinstance(update, dict):
@@ -247,10 +313,20 @@ class RemoteAgent:
             return [ToolStarted(call_id, name, args)]
         if kind == "tool_call_update" and update.get("status") in ("completed", "failed"):
             name, _ = self._names.pop(call_id, ("tool", {}))
+            self._tails.pop(call_id, None)
             text = _content_text(update.get("content"))
             status = "success" if update["status"] == "completed" else "error"
             result = ToolResult(call_id, (Text(text),), status)
             return [ToolFinished(call_id, name, result=result)]
+        if kind == "tool_call_update" and call_id in self._names and "content" in update:
+            tail = _content_text(update.get("content"))
+            chunk = _new_output(self._tails.get(call_id, ""), tail)
+            self._tails[call_id] = tail
+            return [ToolOutput(call_id, chunk)] if chunk else []
+        if kind == "plan" and isinstance(update.get("entries"), list):
+            return [TodoUpdated(tuple(_todo(e) for e in update["entries"] if isinstance(e, dict)))]
+        if kind == "current_mode_update":
+            return [StatusUpdate("mode", str(update.get("currentModeId", "")))]
         return []
 
     def _question(self, request_id: Any, method: str, params: Any) -> None:
@@ -289,8 +365,11 @@ class RemoteAgent:
         self.client.conn.respond(request_id, {"answer": text})
 
     def _relay_decision(self, request_id: Any, reply: Oneshot[ConfirmReply]) -> None:
+        message: str | None = None
         try:
-            decision: str | None = reply.recv(timeout=3600).decision
+            answer = reply.recv(timeout=3600)
+            decision: str | None = answer.decision
+            message = answer.message
         except TimeoutError:
             decision = None
         known = {option["optionId"] for option in PERMISSION_OPTIONS}
@@ -299,7 +378,10 @@ class RemoteAgent:
             if decision in known
             else {"outcome": "cancelled"}
         )
-        self.client.conn.respond(request_id, {"outcome": outcome})
+        answer_fields: dict[str, Any] = {"outcome": outcome}
+        if message and decision in ("deny", "deny_session"):
+            answer_fields["_meta"] = {"codecoder": {"message": message}}  # said to the model
+        self.client.conn.respond(request_id, answer_fields)
 
 
 def _session_meta(options: AgentOptions) -> dict[str, Any]:
@@ -335,3 +417,72 @@ def _content_text(content: Any) -> str:
         if isinstance(inner, dict) and isinstance(inner.get("text"), str):
             parts.append(inner["text"])
     return "\n".join(parts)
+
+
+def _todo(entry: dict[str, Any]) -> TodoItem:
+    status = _TODO_STATUS.get(str(entry.get("status")), "pending")
+    return TodoItem(str(entry.get("content", "")), status)  # type: ignore[arg-type]
+
+
+def _new_output(old: str, new: str) -> str:
+    """What a command printed since the last update: the daemon sends the last
+    OUTPUT_TAIL characters each time (old + chunk, cut at the front)."""
+    if new.startswith(old):
+        return new[len(old) :]
+    probe = new[: min(len(new), 64)]
+    start = old.find(probe, 1)
+    while start != -1:  # where the new tail begins inside the old one
+        overlap = len(old) - start
+        if new.startswith(old[start:]):
+            return new[overlap:]
+        start = old.find(probe, start + 1)
+    return new
+
+
+def replayed_messages(updates: list[dict[str, Any]]) -> list[Message]:
+    """The session/update payloads of a replay (daemon/acp.py history_updates) as
+    messages: user and agent chunks, reasoning, tool calls and their results."""
+    messages: list[Message] = []
+    role = ""
+    items: list[Any] = []
+    names: dict[str, str] = {}
+
+    def close() -> None:
+        if items:
+            messages.append(Message(len(messages) + 1, role, tuple(items)))  # type: ignore[arg-type]
+            items.clear()
+
+    for update in updates:
+        kind = update.get("sessionUpdate")
+        content = update.get("content")
+        text = str(content.get("text", "")) if isinstance(content, dict) else ""
+        wanted = {
+            "user_message_chunk": "user",
+            "agent_message_chunk": "assistant",
+            "agent_thought_chunk": "assistant",
+            "tool_call": "assistant",
+        }.get(str(kind), "tool")
+        if kind == "tool_call_update" and update.get("status") not in ("completed", "failed"):
+            continue
+        if kind not in _REPLAYED:
+            continue
+        if wanted != role:
+            close()
+            role = wanted
+        call_id = str(update.get("toolCallId", ""))
+        if kind == "tool_call":
+            raw = update.get("rawInput")
+            names[call_id] = _tool_name(update)
+            items.append(ToolCall(call_id, names[call_id], raw if isinstance(raw, dict) else {}))
+        elif kind == "tool_call_update":
+            status = "success" if update.get("status") == "completed" else "error"
+            result_text = _content_text(update.get("content"))
+            items.append(ToolResult(call_id, (Text(result_text),), status))
+        elif kind == "agent_thought_chunk":
+            items.append(Reasoning(text))
+        elif items and isinstance(items[-1], Text):
+            items[-1] = Text(items[-1].text + text)
+        else:
+            items.append(Text(text))
+    close()
+    return messages

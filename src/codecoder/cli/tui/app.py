@@ -1,0 +1,888 @@
+"""The interactive client: one prompt_toolkit Application on the main thread drives a
+session (backend.py) and shows its events (view.py).
+
+Threads: the main thread runs the Application's event loop (keys, drawing, all client
+state); a pump thread per session reads `next_event()` and hands each event over with
+`call_soon_threadsafe`; opening or switching a session runs on a worker thread. The
+kernel stays thread-only: the asyncio loop here is prompt_toolkit's, at the edge.
+
+Launch is measured (≤ 300 ms to the first prompt): the prompt is drawn first, then the
+session opens on the worker, then Markdown and syntax highlighting warm up; what is
+typed before the session is ready waits in the queue.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from queue import Empty, SimpleQueue
+from typing import TYPE_CHECKING, Any
+
+from codecoder import __version__
+from codecoder.cli.tui import attachments, builtin, slash, transcript
+from codecoder.cli.tui.backend import Backend, StartFailed, Unavailable
+from codecoder.cli.tui.diffs import Diff, Snapshots
+from codecoder.cli.tui.questions import Question, ask_lines, menu, what_it_approves
+from codecoder.cli.tui.status import Stats, footer, tokens
+from codecoder.cli.tui.text import MARK, cut, safe_line
+from codecoder.cli.tui.view import SPINNER, View
+from codecoder.exitcodes import EXIT_FAILED, EXIT_OK, EXIT_SIGHUP, EXIT_SIGTERM, EXIT_USAGE
+from codecoder.kernel.events import (
+    AgentEvent,
+    AskUser,
+    Compacted,
+    ConfirmRequest,
+    Done,
+    StatusUpdate,
+    Subagent,
+    ToolFinished,
+    ToolStarted,
+    Usage,
+)
+
+if TYPE_CHECKING:
+    from prompt_toolkit.buffer import Buffer
+
+    from codecoder.app.options import AgentOptions
+    from codecoder.cli.tui.screen import Screen
+
+EXIT_WINDOW = 2.0
+"""Seconds within which a second Ctrl+C at an empty prompt leaves."""
+
+
+@dataclass(frozen=True)
+class Incoming:
+    """An event from the pump, with what the pump thread worked out for it (a diff, the
+    lines of a confirmation), since that reads files."""
+
+    event: AgentEvent | None
+    diff: Diff | None = None
+    approves: list[str] | None = None
+
+
+@dataclass(frozen=True)
+class Pending:
+    """Something to do once the agent is idle: a message, or a slash command."""
+
+    text: str
+    shown: str
+    command: slash.SlashCommand | None = None
+
+
+class Client:
+    def __init__(
+        self,
+        options: AgentOptions,
+        workspace: Path,
+        open_backend: Callable[[], Backend],
+        *,
+        color: bool,
+        daemon: bool,
+    ) -> None:
+        self.options = options
+        self.workspace = workspace
+        self._open_backend = open_backend
+        self.color = color
+        self.on_daemon = daemon
+        self._backend: Backend | None = None
+        self._registry = slash.Registry()
+        builtin.register(self._registry)
+        self._warnings = slash.load_custom(self._registry, _command_folders(workspace))
+        self.view = View(workspace, color=color, width=80)
+        self.stats = Stats()
+        self.questions: deque[Question] = deque()
+        self.pending: deque[Pending] = deque()
+        self.busy = ""  # "", "starting", "turn", "compact", "switch"
+        self.busy_since = 0.0
+        self.exit_armed = 0.0
+        self.notice = ""
+        self.notice_until = 0.0
+        self.last_key = 0.0
+        self.exit_code = EXIT_OK
+        self.hung_up = False
+        self._inbox: SimpleQueue[tuple[Backend, Incoming]] = SimpleQueue()
+        self._wake_lock = threading.Lock()
+        self._wake_pending = False
+        self._threads: list[threading.Thread] = []
+        self._closing: list[Backend] = []
+        self._error_after: str | None = None
+        self._ticking = False
+        from codecoder.cli.tui.screen import Screen
+
+        self.screen: Screen = Screen(self, color=color)
+
+    # --- running -----------------------------------------------------------------------
+
+    def run(self) -> int:
+        app = self.screen.app
+        self.view.width = self.screen.columns
+        try:
+            code = app.run(pre_run=self._pre_run, handle_sigint=True)
+        except EOFError:  # the terminal went away
+            code = EXIT_SIGHUP
+        except KeyboardInterrupt:
+            code = EXIT_OK
+        finally:
+            self._shutdown()
+        return self.exit_code if code is None else int(code)
+
+    def _pre_run(self) -> None:
+        loop = self.screen.app.loop
+        assert loop is not None
+        for signum, code in ((signal.SIGHUP, EXIT_SIGHUP), (signal.SIGTERM, EXIT_SIGTERM)):
+            loop.add_signal_handler(signum, self._signalled, code)
+        self.busy, self.busy_since = "starting", time.monotonic()
+        loop.call_soon(self._start_worker, self._open_first)
+
+    def _start_worker(self, work: Callable[[], None]) -> None:
+        thread = threading.Thread(target=work, name="tui-worker", daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def _post(self, callback: Callable[..., object], *args: Any) -> None:
+        loop = self.screen.app.loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop has closed: we are leaving
+                loop.call_soon_threadsafe(callback, *args)
+
+    def _open_first(self) -> None:
+        try:
+            backend = self._open_backend()
+        except StartFailed as exc:
+            self._post(self._failed_to_start, str(exc))
+            return
+        except Exception as exc:  # a bug must not leave a prompt that can never answer
+            self._post(self._failed_to_start, f"internal error: {exc!r}")
+            return
+        self._post(self._ready, backend, True, True)
+        from codecoder.cli.tui import markdown
+
+        with contextlib.suppress(Exception):
+            markdown.warm_up()  # the first answer need not pay for the imports
+
+    def _failed_to_start(self, message: str) -> None:
+        self._error_after = message
+        self.busy = ""
+        self.screen.app.exit(result=EXIT_USAGE)
+
+    def _ready(self, backend: Backend, first: bool, history: bool) -> None:
+        """A session is open: show where we are, then take what was typed meanwhile."""
+        self._backend = backend
+        self.busy = ""
+        self.workspace = backend.workspace
+        self._window(backend)
+        if first:
+            self._banner(backend)
+            for warning in self._warnings:
+                self.view.line(f"custom command skipped: {safe_line(warning)}", "yellow")
+        else:
+            self.view.line(
+                f"session {backend.session_id[:8]} · model {backend.model} · "
+                f"approval {backend.mode}",
+                "dim",
+            )
+        if history and getattr(backend, "resumed_session", False):
+            transcript.show(self.view, backend.history(), backend.session_id)
+            self._stored_usage(backend)
+        thread = threading.Thread(target=self._pump, args=(backend,), name="tui-pump", daemon=True)
+        self._threads.append(thread)
+        thread.start()
+        self._flush()
+        self._next()
+
+    def _banner(self, backend: Backend) -> None:
+        where = " (daemon)" if backend.remote else ""
+        home = str(Path.home())
+        shown = str(backend.workspace)
+        if shown.startswith(home + os.sep):
+            shown = "~" + shown[len(home) :]
+        self.view.line(f"CodeCoder {__version__} · session {backend.session_id[:8]}{where}", "bold")
+        self.view.line(f"model {backend.model} · approval {backend.mode} · {shown}", "dim")
+        self.view.line("/help lists commands and keys · Ctrl+C stops a turn · Ctrl+D leaves", "dim")
+
+    def _window(self, backend: Backend) -> None:
+        try:
+            from codecoder import paths
+            from codecoder.config import read_toml
+            from codecoder.context.compaction import context_window
+
+            config = read_toml(paths.config_dir() / "config.toml")
+            self.stats.window = context_window(backend.model, config)
+        except Exception:  # a broken config was reported at start-up
+            self.stats.window = 0
+
+    def _stored_usage(self, backend: Backend) -> None:
+        from codecoder.sessions import SessionError, SessionStore
+
+        try:
+            with SessionStore() as store:
+                info = store.get(backend.session_id)
+        except SessionError:
+            return
+        self.stats.input_tokens = info.input_tokens
+        self.stats.output_tokens = info.output_tokens
+        self.stats.cached_tokens = info.cached_tokens
+        self.stats.cost = info.cost
+
+    def _signalled(self, code: int) -> None:
+        """SIGHUP (the terminal closed) or SIGTERM: the turn is cancelled (its command's
+        tree killed) and we leave; after a hang-up nothing more is written."""
+        if code == EXIT_SIGHUP:
+            self.hung_up = True
+            _silence()
+        self._cancel()
+        self.exit_code = code
+        with contextlib.suppress(Exception):
+            self.screen.app.exit(result=code)
+
+    def _shutdown(self) -> None:
+        """After the Application: stop the turn, close the session (a daemon session
+        goes on), join our threads."""
+        backend, self._backend = self._backend, None
+        for question in self.questions:
+            question.dismiss("the client left")
+        self.questions.clear()
+        for old in [*self._closing, *([backend] if backend is not None else [])]:
+            with contextlib.suppress(Exception):
+                if self.busy in ("turn", "compact") and old is backend:
+                    old.handle.cancel()
+                old.close()
+        for thread in self._threads:
+            thread.join(timeout=5.0)
+        message = self._error_after
+        if message and not self.hung_up:
+            os.write(2, f"codecoder: {message}\n".encode())
+            self.exit_code = EXIT_USAGE
+
+    # --- events --------------------------------------------------------------------------
+
+    def _pump(self, backend: Backend) -> None:
+        """The session's events, in order, to the event loop; file reads (diffs) here."""
+        snapshots = Snapshots(backend.workspace)
+        while True:
+            try:
+                event = backend.handle.next_event()
+            except Exception:  # the connection or the agent is gone
+                event = None
+            incoming = Incoming(event)
+            if isinstance(event, ToolStarted):
+                snapshots.started(event.id, event.name, event.args)
+            elif isinstance(event, ToolFinished):
+                incoming = Incoming(event, snapshots.finished(event.id, event.status == "success"))
+            else:
+                inner = _unwrap(event)
+                if isinstance(inner, ConfirmRequest):
+                    lines, diff = what_it_approves(inner, backend.workspace)
+                    incoming = Incoming(event, diff, lines)
+            self._inbox.put((backend, incoming))
+            with self._wake_lock:
+                wake, self._wake_pending = not self._wake_pending, True
+            if wake:
+                self._post(self._drain)
+            if event is None:
+                return
+
+    def _drain(self) -> None:
+        with self._wake_lock:
+            self._wake_pending = False
+        deadline = time.monotonic() + 0.02
+        while time.monotonic() < deadline:
+            try:
+                backend, incoming = self._inbox.get_nowait()
+            except Empty:
+                break
+            if backend is self._backend:
+                self._on_event(backend, incoming)
+        else:
+            with self._wake_lock:
+                self._wake_pending = True
+            loop = self.screen.app.loop
+            if loop is not None:
+                loop.call_soon(self._drain)  # keys get their turn between batches
+        self._flush()
+
+    def _on_event(self, backend: Backend, incoming: Incoming) -> None:
+        event = incoming.event
+        if event is None:
+            self._backend_ended(backend)
+            return
+        inner = _unwrap(event)
+        if isinstance(event, Usage):
+            self.stats.add(event)
+            backend.add_usage(event)
+        if isinstance(inner, ConfirmRequest | AskUser):
+            self.view.show(event)
+            self._ask(inner, incoming)
+            return
+        self.view.show(event, incoming.diff)
+        if isinstance(event, Done) or (
+            self.busy == "compact"
+            and (
+                isinstance(event, Compacted)
+                or (isinstance(event, StatusUpdate) and event.status == "compact")
+            )
+        ):
+            self._turn_over()
+
+    def _backend_ended(self, backend: Backend) -> None:
+        if backend in self._closing:
+            return
+        self.view.finish()
+        self.view.line("the session ended (the daemon went away?)", "red")
+        self._backend = None
+        self.exit_code = EXIT_FAILED
+        self.busy = ""
+        self._flush()
+        self.screen.app.exit(result=EXIT_FAILED)
+
+    def _turn_over(self) -> None:
+        self.busy = ""
+        for question in self.questions:
+            question.dismiss("the turn ended")
+        self.questions.clear()
+        self.screen.app.layout.focus(self.screen.input)
+        self._next()
+
+    def _flush(self) -> None:
+        self.view.width = self.screen.columns
+        self.screen.print_above(self.view.take())
+        self.screen.app.invalidate()
+
+    # --- questions -------------------------------------------------------------------------
+
+    @property
+    def question(self) -> Question | None:
+        return self.questions[0] if self.questions else None
+
+    def _ask(self, event: ConfirmRequest | AskUser, incoming: Incoming) -> None:
+        question = Question(event, diff=incoming.diff, approves=incoming.approves)
+        if isinstance(event, AskUser):
+            question.mode = "answer"
+        self.questions.append(question)
+        if len(self.questions) == 1:
+            self._show_question(question)
+
+    def _show_question(self, question: Question) -> None:
+        question.shown_at = time.monotonic()
+        event = question.event
+        if isinstance(event, ConfirmRequest):
+            for index, line in enumerate(question.approves or []):
+                self.view.note(line, "bold", "yellow") if index == 0 else self.view.line(line)
+            if question.diff is not None:
+                self.view.diff_lines(question.diff)
+                self.view.diffs_shown.add(event.tool_call.id)
+        else:
+            lines = ask_lines(event)
+            self.view.note(lines[0], "bold", "yellow")
+            for line in lines[1:]:
+                self.view.line(line)
+        self._flush()
+        loop = self.screen.app.loop
+        if loop is not None:
+            from codecoder.cli.tui.questions import ARM_AFTER
+
+            loop.call_later(ARM_AFTER + 0.02, self._arm)
+
+    def _arm(self) -> None:
+        """Once the user has stopped typing, the question takes the keys."""
+        question = self.question
+        if question is None:
+            return
+        now = time.monotonic()
+        if not question.armed(self.last_key, now):
+            loop = self.screen.app.loop
+            if loop is not None:
+                loop.call_later(0.1, self._arm)
+            return
+        if question.mode in ("answer", "message"):
+            self.screen.answer.reset()
+            self.screen.app.layout.focus(self.screen.answer)
+        self.screen.app.invalidate()
+
+    def menu_armed(self) -> bool:
+        question = self.question
+        return (
+            question is not None
+            and question.confirm
+            and question.mode in ("menu", "gitignore")
+            and question.armed(self.last_key, time.monotonic())
+        )
+
+    def answering(self) -> bool:
+        question = self.question
+        return question is not None and question.mode in ("answer", "message")
+
+    def menu_key(self, key: str) -> None:
+        question = self.question
+        if question is None:
+            return
+        if question.mode == "gitignore":
+            if key.lower() in ("y", "n"):
+                self._gitignore_answer(question, key.lower() == "y")
+            else:
+                question.complaint = "press y or n"
+            self.screen.app.invalidate()
+            return
+        choice = question.choose(key)
+        if choice is None:
+            question.complaint = (
+                f"{safe_line(key)!s} is not an answer: press y, a, p, n, m or d "
+                "(Ctrl+C stops the turn)"
+            )
+            self.screen.app.output.bell()
+            self.screen.app.invalidate()
+            return
+        if choice == "message":
+            question.mode = "message"
+            question.complaint = ""
+            self.screen.answer.reset()
+            self.screen.app.layout.focus(self.screen.answer)
+            self.screen.app.invalidate()
+            return
+        if choice == "allow_project" and self._needs_gitignore_answer():
+            question.mode = "gitignore"
+            question.complaint = ""
+            self.screen.app.invalidate()
+            return
+        self._decide(question, choice)
+
+    def _needs_gitignore_answer(self) -> bool:
+        """The first project rule creates .codecoder/config.local.toml, which goes into
+        .gitignore; where that would change a file git tracks, the user says whether."""
+        backend = self._backend
+        policy = backend.policy if backend is not None else None
+        if policy is None:
+            return False
+        from codecoder import paths
+        from codecoder.permissions.tomlfile import ignore_plan
+
+        if (paths.project_dir(self.workspace) / "config.local.toml").exists():
+            return False
+        return ignore_plan(self.workspace) == "tracked"
+
+    def _gitignore_answer(self, question: Question, edit: bool) -> None:
+        backend = self._backend
+        if backend is not None and backend.policy is not None:
+            backend.policy.edit_tracked_gitignore = edit
+        self._decide(question, "allow_project")
+
+    def _decide(self, question: Question, decision: Any, message: str | None = None) -> None:
+        question.answer(decision, message)
+        words = {
+            "allow_once": "allowed once",
+            "allow_session": "allowed for this session",
+            "allow_project": "allowed for this project (.codecoder/config.local.toml)",
+            "deny": "denied",
+            "deny_session": "denied for the rest of the session",
+        }[decision]
+        if message:
+            words += f": {safe_line(message)}"
+        self.view.line(f"  → {words}", "dim")
+        self._question_done()
+
+    def submit_answer(self, text: str) -> None:
+        question = self.question
+        if question is None:
+            return
+        if question.mode == "message":
+            if not text.strip():
+                question.complaint = "type what to tell the model, or Esc for the menu"
+                self.screen.app.invalidate()
+                return
+            self._decide(question, "deny", text.strip())
+            return
+        if not text.strip():
+            question.complaint = "type an answer (or the number of a choice)"
+            self.screen.app.invalidate()
+            return
+        question.reply(text)
+        self.view.line(f"  → {safe_line(text.strip())}", "dim")
+        self._question_done()
+
+    def answer_escape(self) -> None:
+        question = self.question
+        if question is not None and question.mode == "message":
+            question.mode = "menu"
+            question.complaint = ""
+            self.screen.app.layout.focus(self.screen.input)
+            self.screen.app.invalidate()
+
+    def _question_done(self) -> None:
+        self.questions.popleft()
+        self.screen.answer.reset()
+        self.screen.app.layout.focus(self.screen.input)
+        following = self.question
+        if following is not None:
+            self._show_question(following)
+        self._flush()
+
+    def question_fragments(self) -> list[tuple[str, str]]:
+        question = self.question
+        if question is None:
+            return []
+        armed = question.armed(self.last_key, time.monotonic())
+        if question.mode == "gitignore":
+            out = [
+                ("", "Project rules go to .codecoder/config.local.toml; git should not see it.\n"),
+                ("class:question", "Add it to .gitignore (a file git tracks)?"),
+                ("", "\n  "),
+                ("class:key", "y"),
+                ("", "  yes\n  "),
+                ("class:key", "n"),
+                ("", "  no: write .codecoder/.gitignore instead"),
+            ]
+        elif question.mode == "menu":
+            backend = self._backend
+            trusted = backend.policy.trusted if backend and backend.policy else None
+            out = menu(question, trusted=trusted)
+        elif question.mode == "message":
+            out = [("class:question", "Deny, and tell the model (Enter sends, Esc goes back):")]
+        else:
+            out = [("class:question", "Your answer (a number, or your own words; Enter sends):")]
+        if question.complaint and question.mode != "menu":
+            out.append(("class:complaint", f"\n{question.complaint}"))
+        if not armed:
+            out.append(("class:queued", "\n(waiting for you to stop typing)"))
+        return out
+
+    def answer_prompt(self) -> str:
+        return "✎ " if self.question is not None and self.question.mode == "message" else "? "
+
+    # --- the input -------------------------------------------------------------------------
+
+    def typed(self) -> None:
+        self.last_key = time.monotonic()
+
+    def submit_input(self, text: str) -> None:
+        if not text.strip():
+            return
+        buffer = self.screen.input
+        buffer.append_to_history()
+        buffer.reset()
+        parsed = slash.parse(text)
+        if parsed is None:
+            self._message(text, text)
+            return
+        name, arguments = parsed
+        command = self._registry.get(name)
+        if command is None:
+            self.view.line(
+                f"unknown command /{safe_line(name)} — /help lists the commands", "yellow"
+            )
+            self._flush()
+            return
+        if self.busy and command.busy == "after":
+            self.pending.append(Pending(arguments, text.strip(), command))
+            self.screen.app.invalidate()
+            return
+        self._run_command(command, arguments)
+
+    def _run_command(self, command: slash.SlashCommand, arguments: str) -> None:
+        try:
+            command.run(self, arguments)
+        except Unavailable as exc:
+            self.view.line(str(exc), "yellow")
+        self._flush()
+
+    def _message(self, text: str, shown: str) -> None:
+        if self.busy or self._backend is None:
+            self.pending.append(Pending(text, shown))
+            self.screen.app.invalidate()
+            return
+        self._send(text, shown)
+
+    def _send(self, text: str, shown: str) -> None:
+        backend = self._backend
+        assert backend is not None
+        full, attached, skipped = attachments.expand(text, self.workspace)
+        self.view.gap()
+        lines = shown.rstrip().split("\n")
+        for index, line in enumerate(lines):
+            self.view.line((f"{MARK} " if index == 0 else "  ") + safe_line(line), "bold")
+        for item in attached:
+            self.view.line(f"  attached {safe_line(item.path)} ({item.lines} lines)", "dim")
+        for why in skipped:
+            self.view.line(f"  not attached: {safe_line(why)}", "yellow")
+        self.view.line("")
+        self.busy, self.busy_since = "turn", time.monotonic()
+        self.view.status = "Working"
+        try:
+            backend.begin_turn()
+            backend.handle.send(full)
+        except Exception as exc:
+            self.busy = ""
+            self.view.line(f"could not send: {exc}", "red")
+        self._flush()
+
+    def _next(self) -> None:
+        """Run what waits, while the agent is idle."""
+        while self.pending and not self.busy and self._backend is not None:
+            item = self.pending.popleft()
+            if item.command is not None:
+                self._run_command(item.command, item.text)
+            else:
+                self._send(item.text, item.shown)
+        self.screen.app.invalidate()
+
+    def submit(self, text: str, shown: str) -> None:
+        """Host: send `text` as the next message (a custom command's prompt)."""
+        self._message(text, shown)
+
+    # --- Ctrl+C and leaving -----------------------------------------------------------------
+
+    def interrupt(self, buffer: Buffer) -> None:
+        now = time.monotonic()
+        if self.busy in ("turn", "compact") or self.questions:
+            self._cancel()
+            if self.pending and not buffer.text:  # what was queued comes back to edit
+                buffer.text = "\n".join(p.shown for p in self.pending)
+                buffer.cursor_position = len(buffer.text)
+            self.pending.clear()
+            self.screen.app.invalidate()
+            return
+        if self.screen.app.layout.has_focus(self.screen.answer):
+            self.screen.app.layout.focus(self.screen.input)
+        if buffer.text:
+            buffer.reset()
+            return
+        if now - self.exit_armed <= EXIT_WINDOW:
+            self.quit()
+            return
+        self.exit_armed = now
+        self._notice("press Ctrl+C again to leave (or Ctrl+D)", EXIT_WINDOW)
+
+    def _cancel(self) -> None:
+        backend = self._backend
+        for question in self.questions:
+            question.dismiss("the user stopped the turn")
+        self.questions.clear()
+        self.screen.app.layout.focus(self.screen.input)
+        if backend is not None and self.busy in ("turn", "compact"):
+            with contextlib.suppress(Exception):
+                backend.handle.cancel()
+            self.view.status = "Stopping"
+
+    def _notice(self, text: str, seconds: float) -> None:
+        self.notice = text
+        self.notice_until = time.monotonic() + seconds
+        loop = self.screen.app.loop
+        if loop is not None:
+            loop.call_later(seconds + 0.05, self.screen.app.invalidate)
+        self.screen.app.invalidate()
+
+    def quit(self) -> None:
+        """Host: leave (the running turn is stopped first)."""
+        self._cancel()
+        self.exit_code = EXIT_OK
+        with contextlib.suppress(Exception):
+            self.screen.app.exit(result=EXIT_OK)
+
+    def expand_output(self) -> None:
+        output = self.view.last_output
+        if output is None:
+            self._notice("no command output yet", 2.0)
+            return
+        self.view.line(f"── output of {output.title} ({output.lines} lines) ──", "dim")
+        self.view.settled.append(safe_text(output.text))
+        self.view.line("── end of output ──", "dim")
+        self._flush()
+
+    def expand_reasoning(self) -> None:
+        self.view.show_reasoning = not self.view.show_reasoning
+        if self.view.show_reasoning and self.view.last_reasoning:
+            self.view.reasoning_block(self.view.last_reasoning)
+        state = "shown in full" if self.view.show_reasoning else "collapsed"
+        self._notice(f"reasoning: {state} (Ctrl+T)", 2.0)
+        self._flush()
+
+    # --- what the layout asks ---------------------------------------------------------------
+
+    def has_live(self) -> bool:
+        return self.view.busy()
+
+    def live_text(self, rows: int, columns: int) -> str:
+        self.view.width = columns
+        return self.view.live(max(rows, 3), time.monotonic())
+
+    def has_status(self) -> bool:
+        return bool(self.busy) or time.monotonic() < self.notice_until
+
+    def status_fragments(self) -> list[tuple[str, str]]:
+        now = time.monotonic()
+        if now < self.notice_until and self.notice:
+            return [("class:notice", self.notice)]
+        if not self.busy:
+            return []
+        frame = SPINNER[int(now * 10) % len(SPINNER)]
+        seconds = now - self.busy_since
+        if self.questions:
+            self._tick()
+            return [
+                (
+                    "class:status",
+                    f"{frame} Waiting for your answer · {seconds:.0f}s · ctrl+c stops the turn",
+                )
+            ]
+        what = {
+            "starting": "Starting",
+            "turn": self.view.status or "Working",
+            "compact": "Compacting",
+            "switch": self.view.status or "Switching",
+        }[self.busy]
+        hint = " · ctrl+c stops" if self.busy in ("turn", "compact") else ""
+        self._tick()
+        return [("class:status", f"{frame} {what} · {seconds:.0f}s{hint}")]
+
+    def _tick(self) -> None:
+        """While busy the spinner turns (a redraw every 100 ms)."""
+        loop = self.screen.app.loop
+        if loop is not None and not self._ticking:
+            self._ticking = True
+
+            def tick() -> None:
+                self._ticking = False
+                self.screen.app.invalidate()
+
+            loop.call_later(0.1, tick)
+
+    def queued_fragments(self, columns: int) -> list[tuple[str, str]]:
+        out: list[tuple[str, str]] = []
+        for item in self.pending:
+            first = item.shown.strip().split("\n")[0]
+            out.append(("class:queued", cut(f"⏎ queued: {safe_line(first)}", columns - 1) + "\n"))
+        if out:
+            text = out[-1][1].rstrip("\n")
+            out[-1] = (out[-1][0], text)
+        return out
+
+    def footer_text(self, columns: int) -> str:
+        backend = self._backend
+        if backend is None:
+            return "starting…"
+        stats = self.stats
+        used = stats.input_tokens + stats.output_tokens
+        parts = [
+            backend.model,
+            f"approval {backend.mode}",
+            stats.context_text(),
+            f"{tokens(used)} tokens" if used else "",
+            stats.cost_text() if used else "",
+            f"session {backend.session_id[:8]}" + (" (daemon)" if backend.remote else ""),
+        ]
+        return footer(parts, columns)
+
+    # --- Host (slash commands) ----------------------------------------------------------------
+
+    @property
+    def backend(self) -> Backend | None:
+        return self._backend
+
+    def registry(self) -> slash.Registry:
+        return self._registry
+
+    def arguments(self, name: str) -> list[str]:
+        command = self._registry.get(name)
+        if command is None or command.arguments is None:
+            return []
+        try:
+            return command.arguments(self)
+        except Exception:  # completion must never break typing
+            return []
+
+    def say(self, text: str, *styles: str) -> None:
+        self.view.note(safe_line(text), *styles)
+
+    def say_markdown(self, source: str) -> None:
+        self.view.markdown_text(source)
+
+    def clear(self) -> None:
+        self.screen.clear()
+
+    def usage_text(self) -> str:
+        return "\n".join(self.stats.report())
+
+    def compact(self) -> None:
+        backend = self._backend
+        if backend is None:
+            return
+        try:
+            backend.compact()
+        except Unavailable as exc:
+            self.view.line(str(exc), "yellow")
+            return
+        self.busy, self.busy_since = "compact", time.monotonic()
+
+    def replace_backend(self, make: Callable[[Backend], Backend], doing: str) -> None:
+        old = self._backend
+        if old is None:
+            return
+        self.busy, self.busy_since = "switch", time.monotonic()
+        self.view.status = doing[:1].upper() + doing[1:]
+
+        def work() -> None:
+            try:
+                new = make(old)
+            except (StartFailed, Unavailable) as exc:
+                self._post(self._switch_failed, str(exc))
+                return
+            except Exception as exc:
+                self._post(self._switch_failed, f"internal error: {exc!r}")
+                return
+            self._post(self._switched, old, new)
+
+        self._start_worker(work)
+
+    def _switch_failed(self, message: str) -> None:
+        self.busy = ""
+        self.view.status = ""
+        self.view.line(message, "yellow")
+        self._flush()
+        self._next()
+
+    def _switched(self, old: Backend, new: Backend) -> None:
+        self._closing.append(old)
+        self._start_worker(old.close)
+        other = new.session_id != old.session_id
+        if other:
+            window, self.stats = self.stats.window, Stats()
+            self.stats.window = window
+        self._ready(new, False, other)
+
+
+def safe_text(text: str) -> str:
+    from codecoder.cli.tui.text import safe
+
+    out = safe(text)
+    return out if out.endswith("\n") else out + "\n"
+
+
+def _unwrap(event: AgentEvent | None) -> AgentEvent | None:
+    while isinstance(event, Subagent):
+        event = event.event
+    return event
+
+
+def _command_folders(workspace: Path) -> list[tuple[Path, str]]:
+    from codecoder import paths
+
+    return [
+        (paths.project_dir(workspace) / "commands", "project"),
+        (paths.config_dir() / "commands", "user"),
+    ]
+
+
+def _silence() -> None:
+    """The terminal is gone: what would be written to it goes nowhere."""
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (1, 2):
+        with contextlib.suppress(OSError):
+            if os.isatty(fd):
+                os.dup2(devnull, fd)
+    os.close(devnull)

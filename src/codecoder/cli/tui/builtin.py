@@ -1,0 +1,288 @@
+"""The built-in slash commands. Each says what it did; what a daemon session cannot do
+is said plainly (backend.Unavailable)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from codecoder.cli.tui.backend import Backend
+from codecoder.cli.tui.slash import Host, Registry, SlashCommand
+
+if TYPE_CHECKING:
+    from codecoder.permissions.rules import RuleSet
+
+KEYS = [
+    ("Enter", "send (during a turn: queue it as the next message)"),
+    ("Alt+Enter, Ctrl+J", "a new line (a paste is one message however many lines)"),
+    ("@path", "attach a file (Tab completes paths)"),
+    ("Ctrl+C", "stop the turn; at an empty prompt, twice to leave"),
+    ("Ctrl+D", "leave (at an empty prompt)"),
+    ("Ctrl+O / Ctrl+T", "the last command's whole output / the last reasoning"),
+    ("Ctrl+L", "clear the screen"),
+]
+APPROVAL_HELP = {
+    "ask": "what no rule allows is asked",
+    "auto-edit": "file edits in the workspace are allowed; commands ask",
+    "full-auto": "everything inside the workspace is allowed; outside asks",
+    "read-only": "only reads; everything else is denied",
+    "never-ask": "what would ask is denied (with a reason the model sees)",
+}
+
+
+def register(registry: Registry) -> None:
+    for command in (
+        SlashCommand("help", "commands and keys", _help),
+        SlashCommand(
+            "model",
+            "list the models, or switch for the next turn",
+            _model,
+            usage="[PROVIDER/MODEL]",
+            busy="after",
+            arguments=lambda host: _known_models(),
+        ),
+        SlashCommand(
+            "approval",
+            "show or set the approval mode",
+            _approval,
+            usage="[MODE]",
+            arguments=lambda host: list(APPROVAL_HELP),
+        ),
+        SlashCommand("compact", "summarise the history now", _compact, busy="after"),
+        SlashCommand("sessions", "this folder's sessions", _sessions),
+        SlashCommand(
+            "resume",
+            "go on with another session",
+            _resume,
+            usage="[ID]",
+            busy="after",
+            arguments=_session_ids,
+        ),
+        SlashCommand("new", "start a new session", _new, busy="after"),
+        SlashCommand("clear", "clear the screen (the conversation goes on)", _clear),
+        SlashCommand("cost", "tokens and cost of this session", _cost),
+        SlashCommand("permissions", "the rules in force and where each comes from", _permissions),
+        SlashCommand("trust", "apply this folder's .codecoder/ settings", _trust),
+        SlashCommand("exit", "leave (a daemon session goes on)", _exit, aliases=("quit",)),
+    ):
+        registry.add(command)
+
+
+def _help(host: Host, arguments: str) -> None:
+    lines = ["**Commands** (handled here, never sent to the model)", ""]
+    for command in host.registry():
+        usage = f" {command.usage}" if command.usage else ""
+        where = "" if command.source == "built-in" else f" *({command.source})*"
+        lines.append(f"- `/{command.name}{usage}` — {command.summary}{where}")
+    lines += ["", "**Keys**", ""]
+    lines += [f"- `{key}` — {what}" for key, what in KEYS]
+    lines += [
+        "",
+        "Custom commands: Markdown prompts in `.codecoder/commands/NAME.md` or "
+        "`~/.config/codecoder/commands/NAME.md` (`$ARGUMENTS` is what follows `/NAME`).",
+    ]
+    host.say_markdown("\n".join(lines))
+
+
+def _backend(host: Host) -> Backend | None:
+    backend = host.backend
+    if backend is None:
+        host.say("the session is still starting; try again in a moment", "yellow")
+    return backend
+
+
+def _model(host: Host, arguments: str) -> None:
+    backend = _backend(host)
+    if backend is None:
+        return
+    if not arguments:
+        known = _known_models()
+        lines = [f"model: **{backend.model}**", ""]
+        lines += [f"- `{spec}`" + (" (current)" if spec == backend.model else "") for spec in known]
+        lines += [
+            "",
+            "`/model PROVIDER/MODEL` switches for the next turn (`codecoder models`, "
+            "`codecoder doctor` check providers and keys).",
+        ]
+        host.say_markdown("\n".join(lines))
+        return
+    spec = arguments.split(maxsplit=1)[0]
+    host.replace_backend(lambda old: old.with_model(spec), f"switching to {spec}")
+
+
+def _known_models() -> list[str]:
+    from codecoder.config import ConfigError
+
+    try:
+        from codecoder import paths
+        from codecoder.config import read_toml
+        from codecoder.providers.pricing import price_table
+        from codecoder.providers.registry import all_providers, default_model
+
+        config = read_toml(paths.config_dir() / "config.toml")
+        specs = [spec for spec in price_table(config) if not spec.endswith("/*")]
+        specs += [f"{n}/{m}" for n, p in all_providers(config).items() for m in p.models]
+        default = default_model(config)
+    except (ConfigError, Exception):  # a broken config has its own message at start-up
+        return []
+    return sorted({*specs, *([default] if default else [])})
+
+
+def _approval(host: Host, arguments: str) -> None:
+    backend = _backend(host)
+    if backend is None:
+        return
+    if not arguments:
+        lines = [f"approval mode: **{backend.mode}**", ""]
+        lines += [f"- `{mode}` — {what}" for mode, what in APPROVAL_HELP.items()]
+        lines += ["", "`/approval MODE` switches at once (the running turn too)."]
+        host.say_markdown("\n".join(lines))
+        return
+    mode = arguments.split(maxsplit=1)[0]
+    from codecoder.approval import MODES, ApprovalMode
+
+    chosen: ApprovalMode | None = next((m for m in MODES if m == mode), None)
+    if chosen is None:
+        host.say(f"unknown approval mode {mode!r}; one of: {', '.join(MODES)}", "yellow")
+        return
+    try:
+        backend.set_mode(chosen)
+    except Exception as exc:  # Unavailable, an RpcError from the daemon: said as it is
+        host.say(f"could not switch the approval mode: {exc}", "red")
+        return
+    host.say(f"approval mode: {chosen} — {APPROVAL_HELP[chosen]}", "dim")
+
+
+def _compact(host: Host, arguments: str) -> None:
+    if _backend(host) is not None:
+        host.compact()
+
+
+def _sessions(host: Host, arguments: str) -> None:
+    from codecoder.sessions import SessionError, SessionStore
+    from codecoder.sessions.export import age
+
+    current = host.backend.session_id if host.backend is not None else ""
+    try:
+        with SessionStore() as store:
+            sessions = store.list_sessions(host.workspace, limit=15)
+    except SessionError as exc:
+        host.say(str(exc), "red")
+        return
+    if not sessions:
+        host.say("no sessions in this folder yet", "dim")
+        return
+    now = time.time()
+    for info in sessions:
+        mark = "•" if info.id == current else " "
+        title = (info.title or "(untitled)")[:50]
+        host.say(f"{mark} {info.id[:8]}  {age(now - info.updated_at):>9}  {info.model:<28} {title}")
+    host.say("/resume ID goes on with one (a prefix of 8 characters is enough)", "dim")
+
+
+def _session_ids(host: Host) -> list[str]:
+    from codecoder.sessions import SessionError, SessionStore
+
+    try:
+        with SessionStore() as store:
+            return [info.id[:8] for info in store.list_sessions(host.workspace, limit=30)]
+    except SessionError:
+        return []
+
+
+def _resume(host: Host, arguments: str) -> None:
+    if not arguments:
+        _sessions(host, "")
+        return
+    ref = arguments.split(maxsplit=1)[0]
+    host.replace_backend(lambda old: old.resumed(ref), f"opening session {ref}")
+
+
+def _new(host: Host, arguments: str) -> None:
+    host.replace_backend(lambda old: old.fresh(), "starting a new session")
+
+
+def _clear(host: Host, arguments: str) -> None:
+    host.clear()
+
+
+def _cost(host: Host, arguments: str) -> None:
+    host.say(host.usage_text())
+
+
+def _exit(host: Host, arguments: str) -> None:
+    host.quit()
+
+
+def _trust(host: Host, arguments: str) -> None:
+    from codecoder.config import ConfigError
+    from codecoder.permissions.trust import is_trusted, trust
+
+    workspace = host.workspace
+    if is_trusted(workspace):
+        host.say(f"{workspace} is already trusted: its .codecoder/ settings apply", "dim")
+        return
+    try:
+        trust(workspace)
+    except (OSError, ConfigError) as exc:
+        host.say(f"could not trust {workspace}: {exc}", "red")
+        return
+    host.say(
+        f"trusted {workspace}: its .codecoder/ settings apply from the next session "
+        "(/new, or the next `codecoder` here); `codecoder untrust` undoes it",
+        "green",
+    )
+
+
+def _permissions(host: Host, arguments: str) -> None:
+    from codecoder import paths
+    from codecoder.config import ConfigError, read_toml
+    from codecoder.permissions.rules import parse_table
+    from codecoder.permissions.trust import is_trusted
+
+    backend = host.backend
+    workspace = host.workspace
+    mode = backend.mode if backend is not None else "?"
+    trusted = is_trusted(workspace)
+    lines = [f"approval mode **{mode}** — {APPROVAL_HELP.get(mode, '')}", ""]
+    levels: list[tuple[str, Path, bool]] = [
+        ("project (shared)", paths.project_dir(workspace) / "config.toml", trusted),
+        ("project (yours)", paths.project_dir(workspace) / "config.local.toml", trusted),
+        ("user", paths.config_dir() / "config.toml", True),
+    ]
+    lines += _session_grants(backend)
+    for name, path, applied in levels:
+        try:
+            rules: RuleSet = parse_table(read_toml(path).get("permissions"), str(path))
+        except ConfigError as exc:
+            lines.append(f"- {name}: `{exc}`")
+            continue
+        count = len(rules.allow) + len(rules.ask) + len(rules.deny)
+        if not path.exists() or not count:
+            continue
+        note = "" if applied else " — **not applied**: the folder is not trusted (/trust)"
+        lines.append(f"**{name}** `{path}`{note}")
+        for verdict, found in (("deny", rules.deny), ("ask", rules.ask), ("allow", rules.allow)):
+            lines += [f"- {verdict} `{rule.text}`" for rule in found]
+        lines.append("")
+    lines += [
+        "Then the defaults of the mode: reads inside the workspace are allowed, and the "
+        "commands on the built-in read-only list; a deny at any level wins "
+        "(docs/permissions.md).",
+    ]
+    host.say_markdown("\n".join(lines))
+
+
+def _session_grants(backend: Backend | None) -> list[str]:
+    if backend is None or backend.remote:
+        return ["*Answers given for this session are kept by the daemon.*", ""]
+    policy: Any = backend.policy
+    grants: Any = getattr(policy, "session_grants", None)
+    if not callable(grants):
+        return []
+    listed: Any = grants()
+    found = [str(text) for text in listed]
+    if not found:
+        return ["**this session**: no answers saved yet", ""]
+    return ["**this session** (your answers)", *[f"- {text}" for text in found], ""]

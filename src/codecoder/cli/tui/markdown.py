@@ -1,0 +1,313 @@
+"""Markdown blocks to ANSI text, fast: the blocks an answer is mostly made of
+(paragraphs, headings, lists, code, rules) are rendered here straight from markdown-it's
+tokens; a block with a table, a quote or HTML goes to rich (paint.py).
+
+Why not rich for everything: rich renders ~200 KB of Markdown a second here, so a
+20,000-token answer (~100 KB) took ~0.5 s against ~0.1 s to print it raw, and the issue
+allows twice the raw time. This path renders the same blocks about five times faster
+(bench/bench_tui.py, docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+from codecoder.cli.tui.text import RESET, sgr, width_of
+
+Style = tuple[str, ...]
+
+_FALLBACK = frozenset({"table_open", "blockquote_open", "html_block"})
+_WORDS = re.compile(r"\S+|\s+")
+_HEADINGS: dict[str, Style] = {"h1": ("1", "4"), "h2": ("1",), "h3": ("1",)}
+_SMALL_HEADING: Style = ("1", "3")
+_CODE: Style = ("36",)
+_URL: Style = ("2",)
+_BREAK = ("\n", ())
+
+# Pygments token types to SGR colours of the terminal's own palette (readable on dark
+# and light backgrounds); a type not listed takes its parent's colour.
+_CODE_COLOURS = {
+    "Keyword": "34",
+    "Name.Builtin": "36",
+    "Name.Function": "32",
+    "Name.Class": "32",
+    "Name.Decorator": "90",
+    "Name.Exception": "36",
+    "Name.Namespace": "36",
+    "Name.Tag": "34",
+    "Name.Attribute": "36",
+    "Literal.String": "33",
+    "Literal.Number": "34",
+    "Comment": "90",
+    "Operator.Word": "35",
+    "Generic.Inserted": "32",
+    "Generic.Deleted": "31",
+    "Generic.Heading": "1",
+    "Generic.Subheading": "35",
+    "Generic.Prompt": "1",
+    "Error": "31",
+}
+
+
+@lru_cache(maxsize=1)
+def _parser() -> Any:
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").enable("strikethrough").enable("table")
+
+
+@lru_cache(maxsize=64)
+def _lexer(language: str) -> Any:
+    from pygments.lexers import get_lexer_by_name
+    from pygments.util import ClassNotFound
+
+    try:
+        return get_lexer_by_name(language, stripnl=False, ensurenl=False)
+    except ClassNotFound:
+        return None
+
+
+@lru_cache(maxsize=512)
+def _token_colour(token_type: Any) -> str:
+    while token_type:
+        name = ".".join(token_type)
+        if name in _CODE_COLOURS:
+            return _CODE_COLOURS[name]
+        token_type = token_type.parent
+    return ""
+
+
+def warm_up() -> None:
+    """Import and build what the first answer needs (on the warm-up thread)."""
+    render("# a\n\n- *b* `c`\n\n```python\nx = 1\n```", 80, color=True)
+
+
+def highlight(code: str, language: str, *, color: bool) -> list[str]:
+    """Code lines with ANSI colours (plain without colour or a known language)."""
+    lexer = _lexer(language) if color and language else None
+    if lexer is None:
+        return code.split("\n")
+    lines: list[str] = []
+    current: list[str] = []
+    for token_type, value in lexer.get_tokens(code):
+        colour = _token_colour(token_type)
+        for index, piece in enumerate(value.split("\n")):
+            if index:
+                lines.append("".join(current))
+                current = []
+            if piece:
+                current.append(f"\x1b[{colour}m{piece}{RESET}" if colour else piece)
+    lines.append("".join(current))
+    return lines
+
+
+def render(source: str, width: int, *, color: bool) -> str | None:
+    """A block's ANSI lines (each ending in a newline), or None when rich must render it
+    (a table, a quote, HTML). `source` must already be safe (text.safe)."""
+    tokens = _parser().parse(source)
+    if any(token.type in _FALLBACK for token in tokens):
+        return None
+    blocks = _Blocks(max(width, 20), color)
+    blocks.walk(tokens)
+    return "".join(blocks.out)
+
+
+def code_lines(lines: Sequence[str], language: str, width: int, *, color: bool) -> str:
+    """A run of a code block that is still open (stream.Code)."""
+    blocks = _Blocks(max(width, 20), color)
+    blocks.code("\n".join(lines), language)
+    return "".join(blocks.out)
+
+
+class _Blocks:
+    """Walks a block's tokens, writing lines to `out`."""
+
+    def __init__(self, width: int, color: bool) -> None:
+        self.out: list[str] = []
+        self.width = width
+        self.color = color
+        self.lists: list[tuple[list[int | None], str]] = []  # (its next number, its indent)
+        self.prefix = ""  # the indent of the lines of the current list item
+        self.marker: str | None = None  # the next line's prefix when it starts an item
+        self.base: Style = ()
+
+    def walk(self, tokens: Sequence[Any]) -> None:
+        for token in tokens:
+            kind = token.type
+            if kind == "heading_open":
+                self.gap()
+                self.base = _HEADINGS.get(token.tag, _SMALL_HEADING)
+            elif kind == "heading_close":
+                self.base = ()
+            elif kind == "paragraph_open" and not token.hidden:
+                self.gap()
+            elif kind == "inline":
+                _Inline(self).run(token.children or [])
+            elif kind in ("fence", "code_block"):
+                self.gap()
+                self.code(token.content.rstrip("\n"), (token.info or "").strip().split(" ")[0])
+            elif kind == "hr":
+                self.gap()
+                self.line(sgr(("2",), self.color) + "─" * min(self.width, 80), styled=True)
+            elif kind in ("bullet_list_open", "ordered_list_open"):
+                if not self.lists:
+                    self.gap()
+                start = token.attrs.get("start", 1) if kind == "ordered_list_open" else None
+                self.lists.append(([None if start is None else int(start)], self.prefix))
+            elif kind in ("bullet_list_close", "ordered_list_close"):
+                _, self.prefix = self.lists.pop()
+            elif kind == "list_item_open":
+                self.item()
+
+    def gap(self) -> None:
+        """A blank line between blocks (not before the first, nor at a list item's
+        first line)."""
+        if self.out and self.marker is None and self.out[-1] != "\n":
+            self.out.append("\n")
+
+    def item(self) -> None:
+        numbers, indent = self.lists[-1]
+        if numbers[0] is None:
+            bullet = "• " if len(self.lists) % 2 else "◦ "
+        else:
+            bullet = f"{numbers[0]}. "
+            numbers[0] += 1
+        self.marker = indent + bullet
+        self.prefix = indent + " " * len(bullet)
+
+    def take_prefix(self) -> str:
+        if self.marker is not None:
+            marker, self.marker = self.marker, None
+            return marker
+        return self.prefix
+
+    def code(self, code: str, language: str) -> None:
+        for text in highlight(code, language, color=self.color):
+            self.line(self.take_prefix() + "  " + text, styled=False)
+
+    def line(self, text: str, *, styled: bool) -> None:
+        self.out.append(text + (RESET if styled else "") + "\n")
+
+
+class _Inline:
+    """One inline run (a paragraph, a heading, an item's line): styled words, wrapped."""
+
+    def __init__(self, blocks: _Blocks) -> None:
+        self.blocks = blocks
+        self.color = blocks.color
+        self.segments: list[tuple[str, Style]] = []
+        self.active: list[str] = []
+        self.links: list[tuple[str, int]] = []
+
+    def run(self, children: Sequence[Any]) -> None:
+        for child in children:
+            self.child(child)
+        self.wrap()
+
+    def add(self, text: str, extra: Style = ()) -> None:
+        if text:
+            self.segments.append((text, (*self.blocks.base, *self.active, *extra)))
+
+    def child(self, child: Any) -> None:
+        kind = child.type
+        if kind == "text":
+            self.add(child.content)
+        elif kind == "code_inline":
+            self.add(child.content, _CODE)
+        elif kind == "softbreak":
+            self.add(" ")
+        elif kind == "hardbreak":
+            self.segments.append(_BREAK)
+        elif kind in ("strong_open", "em_open", "s_open"):
+            self.active.append({"strong_open": "1", "em_open": "3", "s_open": "9"}[kind])
+        elif kind in ("strong_close", "em_close", "s_close") and self.active:
+            self.active.pop()
+        elif kind == "link_open":
+            self.links.append((str(child.attrs.get("href", "")), len(self.segments)))
+            self.active.append("4")
+        elif kind == "link_close" and self.links:
+            self.active.pop()
+            href, start = self.links.pop()
+            shown = "".join(text for text, _ in self.segments[start:])
+            if href and href != shown and not href.startswith("#"):
+                self.add(f" ({href})", _URL)
+        elif kind == "image":
+            self.add(f"[image: {child.content or 'image'}]")
+        elif child.content:
+            self.add(child.content)
+
+    def wrap(self) -> None:
+        blocks = self.blocks
+        line = _Line(blocks, self.color)
+        word: list[tuple[str, Style]] = []
+        word_width = 0
+        space = False
+        for text, style in self.segments:
+            if text == "\n" and not style:
+                line.add_word(word, word_width, space)
+                word, word_width, space = [], 0, False
+                line.end()
+                continue
+            for piece in _WORDS.findall(text):
+                if piece[0].isspace():
+                    line.add_word(word, word_width, space)
+                    word, word_width = [], 0
+                    space = True
+                else:
+                    word.append((piece, style))
+                    word_width += width_of(piece)
+        line.add_word(word, word_width, space)
+        line.end()
+
+
+class _Line:
+    """The line being filled; full lines go to the blocks' output."""
+
+    def __init__(self, blocks: _Blocks, color: bool) -> None:
+        self.blocks = blocks
+        self.color = color
+        self.parts: list[str] = []
+        self.width = 0
+        self.style: Style = ()
+        self.prefix = blocks.take_prefix()
+        self.room = blocks.width - width_of(self.prefix)
+
+    def add_word(self, word: list[tuple[str, Style]], width: int, space: bool) -> None:
+        if not word:
+            return
+        if self.width and self.width + int(space) + width > self.room:
+            self.end()
+        elif space and self.width:
+            self.put(" ", self.style if word[0][1] == self.style else ())
+            self.width += 1
+        if width > self.room:  # longer than a line: folded
+            for text, style in word:
+                for char in text:
+                    if self.width + width_of(char) > self.room:
+                        self.end()
+                    self.put(char, style)
+                    self.width += width_of(char)
+            return
+        for text, style in word:
+            self.put(text, style)
+        self.width += width
+
+    def put(self, text: str, style: Style) -> None:
+        if style != self.style:
+            self.parts.append(sgr(style, self.color) if style else RESET)
+            self.style = style
+        self.parts.append(text)
+
+    def end(self) -> None:
+        if self.style:
+            self.parts.append(RESET)
+            self.style = ()
+        if self.parts or self.width == 0:
+            self.blocks.out.append(self.prefix + "".join(self.parts) + "\n")
+        self.parts = []
+        self.width = 0
+        self.prefix = self.blocks.take_prefix()
+        self.room = self.blocks.width - width_of(self.prefix)

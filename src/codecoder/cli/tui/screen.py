@@ -1,0 +1,311 @@
+"""The prompt_toolkit side: one Application for the whole session (not full screen), its
+layout, its keys, and printing above it.
+
+    settled output (scrollback)      printed once by `print_above`
+    ─────────────────────────────
+    live part                        the open Markdown block, running tools, reasoning
+    question                         a confirmation's menu, an AskUser's answer line
+    queued messages
+    status                           spinner · elapsed · what Ctrl+C does now
+    > input                          always there: typing during a turn queues
+    footer                           model · approval · context · tokens · cost
+
+`print_above` erases the bottom part, writes the settled text and draws the bottom part
+again, inside one synchronized update (DEC mode 2026) where the terminal has it, so
+the answer streams without flicker. It never leaves raw mode (prompt_toolkit's
+run_in_terminal does, and the terminal would echo keys typed at that moment).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from prompt_toolkit.application import Application
+from prompt_toolkit.buffer import Buffer
+from prompt_toolkit.filters import Condition, has_focus
+from prompt_toolkit.formatted_text import ANSI, FormattedText
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.keys import Keys
+from prompt_toolkit.layout import (
+    ConditionalContainer,
+    Float,
+    FloatContainer,
+    FormattedTextControl,
+    HSplit,
+    Layout,
+    Window,
+)
+from prompt_toolkit.layout.controls import BufferControl
+from prompt_toolkit.layout.dimension import Dimension
+from prompt_toolkit.layout.menus import CompletionsMenu
+from prompt_toolkit.layout.processors import BeforeInput
+from prompt_toolkit.output import ColorDepth
+from prompt_toolkit.styles import Style
+
+from codecoder.cli.tui.input import InputCompleter, history
+from codecoder.cli.tui.text import MARK
+
+if TYPE_CHECKING:
+    from codecoder.cli.tui.app import Client
+
+SYNC_START = "\x1b[?2026h"
+SYNC_END = "\x1b[?2026l"
+PROMPT = f"{MARK} "
+STYLE = Style.from_dict(
+    {
+        "prompt": "bold",
+        "footer": "fg:ansibrightblack",
+        "status": "fg:ansicyan",
+        "notice": "fg:ansiyellow",
+        "queued": "fg:ansibrightblack italic",
+        "question": "bold fg:ansiyellow",
+        "key": "bold fg:ansicyan",
+        "complaint": "fg:ansired",
+        "answer-prompt": "bold fg:ansiyellow",
+        "completion-menu": "bg:ansibrightblack fg:ansiwhite",
+        "completion-menu.completion.current": "bg:ansicyan fg:ansiblack",
+    }
+)
+_IGNORED = (Keys.Vt100MouseEvent, Keys.ScrollUp, Keys.ScrollDown, Keys.Ignore)
+
+
+def _shift_enter_as_newline() -> None:
+    """Terminals that tell Shift+Enter apart send these (kitty's and xterm's
+    modifyOtherKeys forms): a new line, as Alt+Enter."""
+    from prompt_toolkit.input.ansi_escape_sequences import ANSI_SEQUENCES
+
+    for sequence in ("\x1b[13;2u", "\x1b[27;2;13~"):
+        ANSI_SEQUENCES.setdefault(sequence, Keys.ControlJ)
+
+
+class Screen:
+    def __init__(self, client: Client, *, color: bool) -> None:
+        self.client = client
+        _shift_enter_as_newline()
+        self.input = Buffer(
+            multiline=True,
+            history=history(client.workspace),
+            completer=InputCompleter(client.registry, lambda: client.workspace, client.arguments),
+            complete_while_typing=Condition(self._completing),
+            enable_history_search=False,
+        )
+        self.answer = Buffer(multiline=False)
+        self.app: Application[int] = Application(
+            layout=Layout(self._layout(), focused_element=self.input),
+            key_bindings=self._keys(),
+            style=STYLE,
+            full_screen=False,
+            mouse_support=False,
+            color_depth=None if color else ColorDepth.DEPTH_1_BIT,
+            min_redraw_interval=0.03,
+            max_render_postpone_time=0.05,
+            erase_when_done=False,
+        )
+        self.app.key_processor.after_key_press += lambda _: client.typed()
+        self._oflag: bool | None = None
+
+    # --- printing above ------------------------------------------------------------------
+
+    def print_above(self, text: str) -> None:
+        if not text:
+            return
+        app = self.app
+        if not app.is_running:
+            os.write(1, text.encode("utf-8", "replace"))
+            return
+        output = app.output
+        output.write_raw(SYNC_START)
+        app.renderer.erase(leave_alternate_screen=False)
+        if self._oflag is None:
+            self._oflag = _output_processing()
+        output.write_raw(text if self._oflag else text.replace("\n", "\r\n"))
+        app._request_absolute_cursor_position()
+        app._redraw()
+        output.write_raw(SYNC_END)
+        output.flush()
+
+    def clear(self) -> None:
+        app = self.app
+        if app.is_running:
+            app.renderer.clear()
+
+    @property
+    def columns(self) -> int:
+        try:
+            return max(self.app.output.get_size().columns, 20)
+        except OSError:
+            return 80
+
+    @property
+    def rows(self) -> int:
+        try:
+            return max(self.app.output.get_size().rows, 5)
+        except OSError:
+            return 24
+
+    # --- layout ----------------------------------------------------------------------------
+
+    def _completing(self) -> bool:
+        text = self.input.document.text_before_cursor
+        if text.startswith("/") and "\n" not in text:
+            return True
+        word = text.rsplit(None, 1)[-1] if text and not text[-1].isspace() else ""
+        return word.startswith("@")
+
+    def _layout(self) -> Any:
+        client = self.client
+        live = ConditionalContainer(
+            Window(FormattedTextControl(self._live), dont_extend_height=True, wrap_lines=False),
+            filter=Condition(client.has_live),
+        )
+        question = ConditionalContainer(
+            Window(FormattedTextControl(self._question), dont_extend_height=True, wrap_lines=True),
+            filter=Condition(lambda: client.question is not None),
+        )
+        answer = ConditionalContainer(
+            Window(
+                BufferControl(
+                    self.answer,
+                    input_processors=[
+                        BeforeInput(self._answer_prompt, style="class:answer-prompt")
+                    ],
+                ),
+                height=1,
+            ),
+            filter=Condition(client.answering),
+        )
+        queued = ConditionalContainer(
+            Window(FormattedTextControl(self._queued), dont_extend_height=True, wrap_lines=False),
+            filter=Condition(lambda: bool(client.pending)),
+        )
+        status = ConditionalContainer(
+            Window(FormattedTextControl(self._status), height=1, wrap_lines=False),
+            filter=Condition(client.has_status),
+        )
+        prompt = Window(
+            BufferControl(
+                self.input,
+                input_processors=[BeforeInput(PROMPT, style="class:prompt")],
+            ),
+            height=Dimension(min=1, max=12),
+            wrap_lines=True,
+            dont_extend_height=True,
+        )
+        footer = Window(FormattedTextControl(self._footer), height=1, style="class:footer")
+        body = HSplit([live, question, answer, queued, status, prompt, footer])
+        menu = Float(xcursor=True, ycursor=True, content=CompletionsMenu(max_height=8))
+        return FloatContainer(body, floats=[menu])
+
+    def _live(self) -> Any:
+        text = self.client.live_text(self.rows - 4, self.columns)
+        return ANSI(text) if text else ""
+
+    def _question(self) -> Any:
+        return FormattedText(self.client.question_fragments())
+
+    def _answer_prompt(self) -> str:
+        return self.client.answer_prompt()
+
+    def _queued(self) -> Any:
+        return FormattedText(self.client.queued_fragments(self.columns))
+
+    def _status(self) -> Any:
+        return FormattedText(self.client.status_fragments())
+
+    def _footer(self) -> Any:
+        return self.client.footer_text(self.columns)
+
+    # --- keys ------------------------------------------------------------------------------
+
+    def _keys(self) -> KeyBindings:  # noqa: C901 - one small handler per key
+        client = self.client
+        keys = KeyBindings()
+        on_input = has_focus(self.input)
+        on_answer = has_focus(self.answer)
+        menu = Condition(client.menu_armed)
+
+        @keys.add("enter", filter=on_input)
+        def _enter(event: KeyPressEvent) -> None:
+            buffer = self.input
+            state = buffer.complete_state
+            if state is not None and state.current_completion is not None:
+                buffer.apply_completion(state.current_completion)
+                return
+            if event.key_processor.input_queue:  # more keys in the same read: a paste
+                buffer.insert_text("\n")  # from a terminal without bracketed paste
+                return
+            client.submit_input(buffer.text)
+
+        @keys.add("escape", "enter", filter=on_input)
+        @keys.add("c-j", filter=on_input)
+        def _newline(event: KeyPressEvent) -> None:
+            self.input.insert_text("\n")
+
+        @keys.add("enter", filter=on_answer)
+        def _answer(event: KeyPressEvent) -> None:
+            client.submit_answer(self.answer.text)
+
+        @keys.add("escape", filter=on_answer, eager=True)
+        def _back(event: KeyPressEvent) -> None:
+            client.answer_escape()
+
+        @keys.add("c-d", filter=on_input)
+        def _eof(event: KeyPressEvent) -> None:
+            if self.input.text:
+                self.input.delete()
+            else:
+                client.quit()
+
+        @keys.add("c-l")
+        def _clear(event: KeyPressEvent) -> None:
+            self.clear()
+
+        @keys.add("c-o")
+        def _output(event: KeyPressEvent) -> None:
+            client.expand_output()
+
+        @keys.add("c-t")
+        def _reasoning(event: KeyPressEvent) -> None:
+            client.expand_reasoning()
+
+        @keys.add("tab", filter=on_input)
+        def _tab(event: KeyPressEvent) -> None:
+            buffer = self.input
+            if buffer.complete_state:
+                buffer.complete_next()
+            else:
+                buffer.start_completion(select_first=True)
+
+        @keys.add(Keys.Any, filter=menu)
+        def _menu(event: KeyPressEvent) -> None:
+            press = event.key_sequence[0]
+            if press.key == Keys.CPRResponse:
+                row, _ = map(int, press.data[2:-1].split(";"))
+                event.app.renderer.report_absolute_cursor_row(row)
+                return
+            if press.key in _IGNORED:
+                return
+            client.menu_key(press.data if len(press.data) == 1 else str(press.key))
+
+        @keys.add(Keys.BracketedPaste, filter=menu)
+        def _paste_at_question(event: KeyPressEvent) -> None:
+            client.menu_key("paste")
+
+        @keys.add("c-c")
+        @keys.add(Keys.SIGINT)
+        def _interrupt(event: KeyPressEvent) -> None:
+            client.interrupt(self.input)
+
+        return keys
+
+
+def _output_processing() -> bool:
+    """Whether the terminal turns `\\n` into a new line (OPOST; prompt_toolkit's raw
+    mode keeps it on, but a terminal may have it off)."""
+    import termios
+
+    try:
+        return bool(termios.tcgetattr(1)[1] & termios.OPOST)
+    except (termios.error, OSError):
+        return True

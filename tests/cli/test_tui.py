@@ -1,0 +1,451 @@
+"""The interactive client in a real terminal (tests/terminal.py: pexpect + pyte, 100 x 30,
+PROMPT_TOOLKIT_NO_CPR=1) against the scripted provider, driven as a person would: what
+is on the screen, what reached the model (the session store), which processes are left."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codecoder.cli.tui.text import MARK
+from codecoder.kernel.messages import ToolResult
+from codecoder.sessions import SessionStore
+from tests.procfs import alive
+from tests.terminal import Terminal
+
+pytestmark = pytest.mark.timeout(90)
+
+ARM = 0.5
+"""A question takes keys once the user has stopped typing for 0.4 s."""
+
+
+def script(folder: Path, replies: list[Any], **extra: Any) -> Path:
+    path = folder / "script.json"
+    path.write_text(json.dumps({"format": "codecoder-script/1", "replies": replies, **extra}))
+    return path
+
+
+def call(name: str, **args: Any) -> dict[str, Any]:
+    return {"type": "tool_call", "name": name, "args": args}
+
+
+@pytest.fixture
+def terminals() -> Iterator[list[Terminal]]:
+    """Terminals a test opens; each is closed and checked at the end (nothing of its
+    session left running)."""
+    opened: list[Terminal] = []
+    yield opened
+    for terminal in opened:
+        terminal.close()
+
+
+def start(
+    terminals: list[Terminal], folder: Path, replies: list[Any], *flags: str, **kwargs: Any
+) -> Terminal:
+    path = script(folder, replies)
+    terminal = Terminal(
+        ["--no-daemon", "--script", str(path), "-C", str(folder), *flags], cwd=folder, **kwargs
+    )
+    terminals.append(terminal)
+    terminal.ready()
+    return terminal
+
+
+def user_messages(folder: Path) -> list[str]:
+    with SessionStore() as store:
+        sessions = store.list_sessions(folder)
+        return [
+            m.text
+            for info in reversed(sessions)
+            for m in store.load_messages(info.id)
+            if m.role == "user"
+        ]
+
+
+def tool_results(folder: Path) -> list[ToolResult]:
+    with SessionStore() as store:
+        (info,) = store.list_sessions(folder)
+        return [r for m in store.load_messages(info.id) for r in m.tool_results]
+
+
+ANSWER = (
+    "# Plan\n\nThe fix is **small**: change `add` in *stats.py*.\n\n"
+    "- read the test\n- fix the function\n\n"
+    "```python\ndef add(a, b):\n    return a + b\n```\n\nAll done."
+)
+
+
+def test_a_task_shows_the_answer_rendered_as_markdown(
+    terminals: list[Terminal], tmp_path: Path
+) -> None:
+    term = start(terminals, tmp_path, [[ANSWER]])
+    term.line("explain the fix")
+    term.wait_for("All done.")
+    term.wait_idle()
+    shown = term.text()
+    assert "Plan" in shown and "# Plan" not in shown  # a heading, not its markup
+    assert "The fix is small: change add in stats.py." in shown
+    assert "• read the test" in shown and "• fix the function" in shown
+    assert "\n  def add(a, b):\n      return a + b" in shown and "```" not in shown
+    assert "scripted · approval ask" in term.display()  # the footer
+    assert "\x1b[0;1m" in term.raw_text() or "\x1b[0;1m" in term.output.decode()  # bold
+    assert user_messages(tmp_path) == ["explain the fix"]
+
+
+def test_a_pasted_block_is_one_message(terminals: list[Terminal], tmp_path: Path) -> None:
+    term = start(terminals, tmp_path, [["Got all three lines."]])
+    term.paste("first line\nsecond line\nthird line")
+    term.settle(0.2)
+    assert "Got all three" not in term.text()  # nothing was sent by the paste itself
+    term.send("\r")
+    term.wait_for("Got all three lines.")
+    assert user_messages(tmp_path) == ["first line\nsecond line\nthird line"]
+
+
+def test_alt_enter_adds_a_line_and_enter_sends(terminals: list[Terminal], tmp_path: Path) -> None:
+    term = start(terminals, tmp_path, [["One message."]])
+    term.send("one")
+    term.send("\x1b\r")  # Alt+Enter
+    term.send("two")
+    term.settle(0.2)
+    term.send("\r")
+    term.wait_for("One message.")
+    assert user_messages(tmp_path) == ["one\ntwo"]
+
+
+def test_an_edit_is_approved_after_seeing_its_diff(
+    terminals: list[Terminal], tmp_path: Path
+) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("alpha\nbeta\ngamma\n")
+    edit = call("edit_file", path="notes.txt", old_text="beta\n", new_text="BETA\nbeta two\n")
+    term = start(terminals, tmp_path, [[edit], ["Edited."]])
+    term.line("edit the notes")
+    term.wait_for("Allow it?")
+    shown = term.text()
+    assert "? Edit notes.txt (edit_file)" in shown
+    assert "  -beta" in shown and "  +BETA" in shown and "  +beta two" in shown
+    assert notes.read_text() == "alpha\nbeta\ngamma\n"  # nothing changed before the answer
+    term.settle(ARM)
+    term.send("y")
+    term.wait_for("Edited.")
+    assert "→ allowed once" in term.text()
+    assert "notes.txt: +2 -1" in term.text()  # after the edit: what it changed
+    assert notes.read_text() == "alpha\nBETA\nbeta two\ngamma\n"
+
+
+def test_an_invalid_key_asks_again(terminals: list[Terminal], tmp_path: Path) -> None:
+    term = start(terminals, tmp_path, [[call("run_command", command="touch made")], ["Done."]])
+    term.line("make it")
+    term.wait_for("Allow it?")
+    term.settle(ARM)
+    term.send("x")
+    term.wait_for("x is not an answer")
+    term.send("\r")
+    term.settle(0.3)
+    assert "Done." not in term.text()
+    assert not (tmp_path / "made").exists()
+    term.send("y")
+    term.wait_for("Done.")
+    assert (tmp_path / "made").exists()
+
+
+def test_a_denial_with_a_message_reaches_the_model(
+    terminals: list[Terminal], tmp_path: Path
+) -> None:
+    term = start(terminals, tmp_path, [[call("run_command", command="touch made")], ["Ok."]])
+    term.line("make a file")
+    term.wait_for("$ touch made")
+    term.wait_for("Allow it?")
+    term.settle(ARM)
+    term.send("m")
+    term.wait_for("tell the model")
+    term.line("use the build folder instead")
+    term.wait_for("Ok.")
+    assert "→ denied: use the build folder instead" in term.text()
+    assert not (tmp_path / "made").exists()
+    (result,) = tool_results(tmp_path)
+    assert "use the build folder instead" in result.text
+
+
+def tree_command(pidfile: Path) -> str:
+    return (
+        f"echo $$ >> {pidfile}; sleep 300 & echo $! >> {pidfile}; "
+        f"(sleep 301 & echo $! >> {pidfile}; wait) & echo ready >> {pidfile}; wait"
+    )
+
+
+def approve(term: Terminal) -> None:
+    """Allow the command once. (Not full-auto: there a sandbox may run it in a pid
+    namespace, where the pids it writes are not ours.)"""
+    term.wait_for("Allow it?")
+    term.settle(ARM)
+    term.send("y")
+
+
+def wait_for_pids(pidfile: Path) -> list[int]:
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        words = pidfile.read_text().split() if pidfile.exists() else []
+        if "ready" in words:
+            return [int(w) for w in words if w.isdigit()]
+        time.sleep(0.02)
+    raise AssertionError("the command never got going")
+
+
+def test_ctrl_c_during_a_long_command_brings_the_prompt_back_and_kills_it(
+    terminals: list[Terminal], tmp_path: Path
+) -> None:
+    pidfile = tmp_path / "pids"
+    replies = [[call("run_command", command=tree_command(pidfile))], ["After the stop."]]
+    term = start(terminals, tmp_path, replies)
+    term.line("run the long thing")
+    approve(term)
+    pids = wait_for_pids(pidfile)
+    term.wait_for("ctrl+c stops")
+    term.send("\x03")
+    took = term.wait_idle()
+    assert took < 2.0, took  # the benchmark holds it to 200 ms (bench/bench_tui.py)
+    term.wait_for("⊘ cancelled")
+    assert not any(alive(pid) for pid in pids)
+    term.line("go on")
+    term.wait_for("After the stop.")
+
+
+def test_ctrl_c_while_the_answer_streams_cancels_and_the_session_goes_on(
+    terminals: list[Terminal], tmp_path: Path
+) -> None:
+    slow = {"token_delay": 0.02, "parts": ["word " * 500]}
+    term = start(terminals, tmp_path, [slow, ["After the cancel."]])
+    term.line("talk a lot")
+    term.wait(lambda: term.text().count("word") >= 10, what="words")
+    term.send("\x03")
+    term.wait_for("⊘ cancelled")
+    term.line("again")
+    term.wait_for("After the cancel.")
+    assert term.raw_text().count("word") < 500
+
+
+def test_text_typed_during_a_turn_is_queued_and_sent_after_it(
+    terminals: list[Terminal], tmp_path: Path
+) -> None:
+    slow = {"token_delay": 0.03, "parts": ["first " * 40]}
+    term = start(terminals, tmp_path, [slow, ["Second answer."]])
+    term.line("first message")
+    term.wait_for("first first")
+    term.line("second message")
+    term.wait_for("⏎ queued: second message")
+    term.wait_for("Second answer.")
+    assert user_messages(tmp_path) == ["first message", "second message"]
+
+
+def test_typing_when_a_question_appears_never_answers_it(
+    terminals: list[Terminal], tmp_path: Path
+) -> None:
+    """Keys typed as the question comes up go to the message being typed."""
+    reply = {
+        "token_delay": 0.05,
+        "parts": ["thinking " * 8, call("run_command", command="touch x")],
+    }
+    term = start(terminals, tmp_path, [reply, ["Fine."]])
+    term.line("go")
+    for _ in range(30):  # 'y' every 100 ms, across the question's arrival
+        term.send("y")
+        term.settle(0.1)
+    term.wait_for("Allow it?")
+    assert "→ allowed" not in term.text() and not (tmp_path / "x").exists()
+    assert "yyyy" in term.display()  # they are in the input line, for the next message
+    term.settle(ARM)
+    term.send("n")
+    term.wait_for("Fine.")
+    assert not (tmp_path / "x").exists()
+
+
+def test_ask_user_takes_a_choice_by_number(terminals: list[Terminal], tmp_path: Path) -> None:
+    ask = call("ask_user", question="Which database?", options=["sqlite", "postgres"])
+    term = start(terminals, tmp_path, [[ask], ["Postgres it is."]])
+    term.line("set up storage")
+    term.wait_for("Which database?")
+    term.wait_for("2. postgres")
+    term.settle(ARM)
+    term.line("2")
+    term.wait_for("Postgres it is.")
+    (result,) = tool_results(tmp_path)
+    assert "postgres" in result.text
+
+
+def test_slash_commands_never_reach_the_model(terminals: list[Terminal], tmp_path: Path) -> None:
+    term = start(terminals, tmp_path, [["The only answer."]])
+    term.line("/help")
+    term.wait_for("handled here, never sent to the model")
+    term.line("/model")
+    term.wait_for("model: scripted")
+    term.line("/frobnicate now")
+    term.wait_for("unknown command /frobnicate")
+    term.line("/cost")
+    term.wait_for("output tokens")
+    assert user_messages(tmp_path) == []
+    term.line("a real question")
+    term.wait_for("The only answer.")  # the script's first reply: none was used before
+    assert user_messages(tmp_path) == ["a real question"]
+
+
+def test_a_custom_command_sends_its_prompt_with_the_arguments(
+    terminals: list[Terminal], tmp_path: Path
+) -> None:
+    commands = tmp_path / ".codecoder" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "review.md").write_text(
+        "---\ndescription: review a file\n---\nReview $ARGUMENTS for bugs.\n"
+    )
+    term = start(terminals, tmp_path, [["Reviewed."]])
+    term.line("/help")
+    term.wait_for("/review")
+    term.wait_for("review a file")
+    term.line("/review src/app.py")
+    term.wait_for("Reviewed.")
+    assert user_messages(tmp_path) == ["Review src/app.py for bugs.\n"]
+
+
+def test_at_path_attaches_the_file(terminals: list[Terminal], tmp_path: Path) -> None:
+    (tmp_path / "notes.md").write_text("remember the milk\n")
+    term = start(terminals, tmp_path, [["Seen."]])
+    term.line("summarise @notes.md")
+    term.wait_for("Seen.")
+    assert "attached notes.md" in term.text()
+    (message,) = user_messages(tmp_path)
+    assert message.startswith("summarise @notes.md")
+    assert '<file path="notes.md">\nremember the milk\n' in message
+
+
+def test_compact_without_history_says_so(terminals: list[Terminal], tmp_path: Path) -> None:
+    term = start(terminals, tmp_path, [])
+    term.line("/compact")
+    term.wait_for("nothing to compact")
+
+
+def test_resume_shows_the_earlier_conversation(terminals: list[Terminal], tmp_path: Path) -> None:
+    term = start(terminals, tmp_path, [["The first answer."]])
+    term.line("the first question")
+    term.wait_for("The first answer.")
+    term.send("\x04")
+    assert term.exit_code() == 0
+    path = script(tmp_path, [["The second answer."]])
+    again = Terminal(
+        ["resume", "--no-daemon", "--script", str(path), "-C", str(tmp_path)], cwd=tmp_path
+    )
+    terminals.append(again)
+    again.ready()
+    shown = again.text()
+    assert "earlier in this session" in shown
+    assert f"{MARK} the first question" in shown and "The first answer." in shown
+    again.line("and now?")
+    again.wait_for("The second answer.")
+    assert user_messages(tmp_path) == ["the first question", "and now?"]
+
+
+def test_ctrl_d_and_two_ctrl_c_leave_cleanly(terminals: list[Terminal], tmp_path: Path) -> None:
+    term = start(terminals, tmp_path, [])
+    term.send("\x04")
+    assert term.exit_code() == 0
+    other = start(terminals, tmp_path, [])
+    other.send("\x03")
+    other.wait_for("press Ctrl+C again to leave")
+    other.send("\x03")
+    assert other.exit_code() == 0
+
+
+def test_leaving_during_a_command_leaves_no_process(
+    terminals: list[Terminal], tmp_path: Path
+) -> None:
+    pidfile = tmp_path / "pids"
+    replies = [[call("run_command", command=tree_command(pidfile))], ["x"]]
+    term = start(terminals, tmp_path, replies)
+    term.line("start it")
+    approve(term)
+    pids = wait_for_pids(pidfile)
+    term.send("\x04")  # Ctrl+D at the empty prompt: leave, the turn is stopped
+    assert term.exit_code() == 0
+    assert not any(alive(pid) for pid in pids)
+
+
+def test_sighup_ends_the_client_and_its_command(terminals: list[Terminal], tmp_path: Path) -> None:
+    pidfile = tmp_path / "pids"
+    replies = [[call("run_command", command=tree_command(pidfile))], ["x"]]
+    term = start(terminals, tmp_path, replies)
+    term.line("start the command")
+    approve(term)
+    pids = wait_for_pids(pidfile)
+    term.child.kill(signal.SIGHUP)
+    assert term.exit_code() == 129
+    assert not any(alive(pid) for pid in pids)
+
+
+def test_no_color_and_a_narrow_terminal(terminals: list[Terminal], tmp_path: Path) -> None:
+    term = start(terminals, tmp_path, [[ANSWER]], columns=40, env={"NO_COLOR": "1"})
+    term.line("explain")
+    term.wait_for("All done.")
+    term.wait_idle()
+    raw = term.output.decode("utf-8", "replace")
+    import re
+
+    colours = re.findall(r"\x1b\[[0-9;]*3[0-7][;m]|\x1b\[38;", raw)
+    assert not colours, colours[:5]
+    assert all(len(line) <= 40 for line in term.text().split("\n"))
+    assert "The fix is small: change add in" in term.text()
+
+
+def test_a_resize_redraws_to_the_new_width(terminals: list[Terminal], tmp_path: Path) -> None:
+    term = start(terminals, tmp_path, [["Short answer."]])
+    term.resize(30, 60)
+    term.settle(0.5)
+    footer = [line for line in term.display().split("\n") if "scripted" in line]
+    assert footer and all(len(line) <= 60 for line in footer)
+    term.line("hello")
+    term.wait_for("Short answer.")
+
+
+def test_the_first_run_without_a_model_shows_a_guide(
+    terminals: list[Terminal], tmp_path: Path
+) -> None:
+    term = Terminal(["--no-daemon", "-C", str(tmp_path)], cwd=tmp_path)
+    terminals.append(term)
+    code = term.exit_code()
+    shown = term.raw_text()
+    assert code == 2
+    assert "ANTHROPIC_API_KEY" in shown and 'model = "' in shown and "codecoder doctor" in shown
+
+
+def test_not_a_terminal_behaves_like_exec(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    made = tmp_path / "made.txt"
+    path = script(tmp_path, [[call("run_command", command=f"touch {made}")], ["Not made."]])
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "codecoder",
+            "--no-daemon",
+            "--script",
+            str(path),
+            "-C",
+            str(tmp_path),
+        ],
+        input="make a file\nwith two lines",
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Not made.\n"  # the answer only, as exec prints it
+    assert not made.exists()  # never-ask: exec's default without a person
+    assert user_messages(tmp_path) == ["make a file\nwith two lines"]
