@@ -25,6 +25,8 @@ from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 
 import msgspec
 
+from codecoder.sandbox import SandboxMode
+
 PositiveInt = Annotated[int, msgspec.Meta(ge=1)]
 Price = Annotated[float, msgspec.Meta(ge=0)]
 Wire = Literal["chat", "responses", "anthropic"]
@@ -132,6 +134,18 @@ class WebTable(_Table, frozen=True, forbid_unknown_fields=True):
     (`localhost:3000`, `[::1]:8080`), an address (`10.1.2.3`) or a range (`10.0.0.0/8`)."""
 
 
+class SandboxTable(_Table, frozen=True, forbid_unknown_fields=True):
+    """`[sandbox]` (docs/sandbox.md), read from the user's file only: a repository must
+    not switch its own sandbox off or give its commands the network."""
+
+    mode: SandboxMode | None = None
+    """Absent: `workspace-write` in full-auto where bubblewrap works, else off."""
+    network: bool = False
+    """Every confined command gets the network."""
+    network_allow: list[str] = []
+    """run_command patterns (`npm install:*`) of the commands that get the network."""
+
+
 class Config(_Table, frozen=True, forbid_unknown_fields=True):
     """A `config.toml` / `config.local.toml`."""
 
@@ -144,6 +158,7 @@ class Config(_Table, frozen=True, forbid_unknown_fields=True):
     permissions: PermissionsTable = PermissionsTable()
     shell: ShellTable = ShellTable()
     http: HttpTable = HttpTable()
+    sandbox: SandboxTable = SandboxTable()
     mcp: McpTable = McpTable()
     web: WebTable = WebTable()
 

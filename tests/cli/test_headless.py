@@ -17,6 +17,9 @@ from tests.procfs import alive
 
 CLI = [sys.executable, "-m", "codecoder"]
 FULL_AUTO = ("--approval", "full-auto")
+UNCONFINED = (*FULL_AUTO, "--sandbox", "off")
+"""For tests that read their commands' pids from inside (`$$`, `$!`), which the
+sandbox's pid namespace renumbers (tests/sandbox/test_cli.py signals confined runs)."""
 
 
 def script(tmp_path: Path, replies: list[Any], name: str = "script.json") -> Path:
@@ -272,7 +275,7 @@ def test_sigint_kills_the_whole_command_tree(tmp_path: Path) -> None:
     pids = tmp_path / "pids"
     inner = f"sleep 100 & echo $! >> {pids}; sleep 100 & echo $! >> {pids}; wait"
     command = f"sh -c '{inner}' & echo $! >> {pids}; wait"
-    proc = start(tmp_path, [[call("run_command", command=command)], ["unused"]], *FULL_AUTO)
+    proc = start(tmp_path, [[call("run_command", command=command)], ["unused"]], *UNCONFINED)
     read_until(proc, "tool_started")
     deadline = time.monotonic() + 5
     while (not pids.exists() or len(pids.read_text().split()) < 3) and time.monotonic() < deadline:
@@ -290,7 +293,7 @@ def test_sigint_kills_the_whole_command_tree(tmp_path: Path) -> None:
 def test_second_sigint_exits_at_once(tmp_path: Path) -> None:
     pidfile = tmp_path / "pid"
     command = f"trap '' TERM; echo $$ > {pidfile}; while :; do sleep 0.05; done"
-    proc = start(tmp_path, [[call("run_command", command=command)], ["unused"]], *FULL_AUTO)
+    proc = start(tmp_path, [[call("run_command", command=command)], ["unused"]], *UNCONFINED)
     read_until(proc, "tool_started")
     deadline = time.monotonic() + 5
     while not pidfile.exists() and time.monotonic() < deadline:
@@ -370,7 +373,7 @@ def test_a_sub_agents_question_is_answered_too(tmp_path: Path) -> None:
 def test_a_reader_that_goes_away_stops_the_run_and_its_commands(tmp_path: Path) -> None:
     pidfile = tmp_path / "pid"
     command = f"echo $$ > {pidfile}; while :; do echo line; sleep 0.01; done"
-    proc = start(tmp_path, [[call("run_command", command=command)], ["unused"]], *FULL_AUTO)
+    proc = start(tmp_path, [[call("run_command", command=command)], ["unused"]], *UNCONFINED)
     read_until(proc, "tool_output")
     assert proc.stdout is not None
     proc.stdout.close()  # the consumer is gone

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -20,6 +20,9 @@ from codecoder.kernel.ports import PermissionPolicy, ProviderClient, Tool, ToolF
 from codecoder.kernel.subagents import ChildSpec
 from codecoder.tools.agent import AgentTask, AgentTool
 from codecoder.tools.process import ProcessManager
+
+if TYPE_CHECKING:
+    from codecoder.sandbox.runtime import Sandbox
 
 CHILD_PROMPT = """You are a sub-agent of CodeCoder, a coding agent. You were given one task by \
 the main agent, which sees only your final message: make it a complete, self-contained \
@@ -63,6 +66,8 @@ class SubagentFactory(msgspec.Struct):
     policy: PermissionPolicy | None = None
     depth: int = 0
     resolve_model: Callable[[str], ProviderClient] | None = None
+    sandbox: Sandbox | None = None
+    """The parent's sandbox: a sub-agent's commands and grep run in it too."""
 
     def agent_tool(self) -> AgentTool | None:
         """The `agent` tool for a loop at this depth, or None at the depth limit."""
@@ -82,6 +87,7 @@ class SubagentFactory(msgspec.Struct):
             self.policy,
             self.depth + 1,
             self.resolve_model,
+            self.sandbox,
         )
         tools = child.toolbox(profile)
         instructions = CHILD_PROMPT
@@ -106,12 +112,12 @@ class SubagentFactory(msgspec.Struct):
             "read_file": ReadFile(),
             "list_dir": ListDir(),
             "glob": Glob(),
-            "grep": Grep(),
+            "grep": Grep(sandbox=self.sandbox),
         }
         if self.settings.run_command:
             from codecoder.tools.shell import RunCommand
 
-            available["run_command"] = RunCommand(self.manager)
+            available["run_command"] = RunCommand(self.manager, self.sandbox)
         agent = self.agent_tool()
         if agent is not None:
             available["agent"] = agent

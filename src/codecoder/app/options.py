@@ -6,6 +6,7 @@ from __future__ import annotations
 import msgspec
 
 from codecoder.approval import ApprovalMode
+from codecoder.sandbox import SandboxMode
 
 
 class AgentOptions(msgspec.Struct, frozen=True):
@@ -23,3 +24,6 @@ class AgentOptions(msgspec.Struct, frozen=True):
     """Go on with the workspace's last session."""
     resume: str | None = None
     """Go on with this session (an id or a prefix of one)."""
+    sandbox: SandboxMode | None = None
+    """`--sandbox`; None: `[sandbox] mode` of the user's config, else by the approval
+    mode (docs/sandbox.md)."""

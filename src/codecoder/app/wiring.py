@@ -23,6 +23,7 @@ from codecoder.tools.environment import ChildEnvironment
 from codecoder.tools.process import ProcessManager
 
 if TYPE_CHECKING:
+    from codecoder.sandbox.runtime import Sandbox
     from codecoder.sessions import SessionLog, SessionStore
 
 
@@ -39,6 +40,8 @@ class AgentSetup(msgspec.Struct):
     log: SessionLog | None = None
     closers: list[Callable[[], object]] = msgspec.field(default_factory=list)
     policy: RulePolicy | None = None
+    sandbox: Sandbox | None = None
+    """How commands are confined; plan gates ask it too (`sandbox.confine`)."""
 
     def kill_processes(self) -> None:
         self.manager.kill_all()
@@ -56,9 +59,11 @@ def default_tools(
     manager: ProcessManager,
     user_config: dict[str, Any],
     policy: PermissionPolicy,
+    *,
+    sandbox: Sandbox | None = None,
 ) -> list[Tool]:
     """The main agent's toolbox: files, search, commands, questions, checklist, skills
-    and sub-agents."""
+    and sub-agents; `sandbox` confines the commands and grep's children."""
     from codecoder.app.children import SubagentFactory, SubagentSettings
     from codecoder.context.profiles import load_profiles
     from codecoder.tools.ask import AskUserTool
@@ -74,15 +79,21 @@ def default_tools(
         EditFile(),
         ListDir(),
         Glob(),
-        Grep(),
-        RunCommand(manager),
+        Grep(sandbox=sandbox),
+        RunCommand(manager, sandbox),
         AskUserTool(),
         TodoWriteTool(),
         SkillTool(),
     ]
     settings = SubagentSettings.from_config(_table(user_config, "subagents"))
     factory = SubagentFactory(
-        provider, workspace, manager, settings, profiles=load_profiles(workspace), policy=policy
+        provider,
+        workspace,
+        manager,
+        settings,
+        profiles=load_profiles(workspace),
+        policy=policy,
+        sandbox=sandbox,
     )
     agent = factory.agent_tool()
     if agent is not None:
@@ -175,6 +186,7 @@ def build_agent(options: AgentOptions, workspace: Path) -> AgentSetup:
             recorded = Path(info.cwd)  # a resumed session runs where it began
             workspace = recorded if recorded.is_dir() else workspace
         policy = _policy(workspace, options.approval)
+        sandbox = _sandbox(options, user_config, policy)
         tracer = _tracer(options.trace)
         if session_id is None:
             session_id = store.create(workspace, model)
@@ -187,7 +199,7 @@ def build_agent(options: AgentOptions, workspace: Path) -> AgentSetup:
         store.close()
         raise WiringError(str(exc)) from exc
     manager = ProcessManager(environment=_child_environment(user_config))
-    tools = default_tools(workspace, provider, manager, user_config, policy)
+    tools = default_tools(workspace, provider, manager, user_config, policy, sandbox=sandbox)
     loop = AgentLoop(
         provider,
         filter_tools(tools, options.approval),
@@ -209,8 +221,9 @@ def build_agent(options: AgentOptions, workspace: Path) -> AgentSetup:
         tracer=tracer,
         first_turn=first_turn,
         log=log,
-        closers=[_closer(provider), store.close, compactor.close, manager.close],
+        closers=[sandbox.close, _closer(provider), store.close, compactor.close, manager.close],
         policy=policy,
+        sandbox=sandbox,
     )
 
 
@@ -256,6 +269,43 @@ def _policy(workspace: Path, mode: ApprovalMode) -> RulePolicy:
         return RulePolicy.load(workspace, mode)
     except ConfigError as exc:
         raise WiringError(str(exc)) from exc
+
+
+def _sandbox(options: AgentOptions, user_config: dict[str, Any], policy: RulePolicy) -> Sandbox:
+    """The sandbox of commands (docs/sandbox.md): `--sandbox`, else `[sandbox]` of the
+    user's config (never a project's), else by the approval mode. A sandbox asked for
+    where bwrap cannot run stops the run: it is never silently dropped."""
+    from codecoder.sandbox import SandboxUnavailable
+    from codecoder.sandbox.runtime import Sandbox
+
+    mode, network, allow = options.sandbox, False, ()
+    source = "--sandbox"
+    if user_config:  # config_schema is loaded once a config file was read
+        from codecoder import paths
+        from codecoder.config_schema import SandboxTable, section
+
+        table = section(user_config, "sandbox", SandboxTable)
+        if mode is None and table.mode is not None:
+            mode, source = table.mode, f"[sandbox] mode in {paths.config_dir() / 'config.toml'}"
+        network, allow = table.network, tuple(table.network_allow)
+    network_for = None
+    if allow:
+        from codecoder import paths
+        from codecoder.permissions.network import NetworkAllow
+
+        try:
+            network_for = NetworkAllow(allow, str(paths.config_dir() / "config.toml"), policy.scope)
+        except ConfigError as exc:
+            raise WiringError(str(exc)) from exc
+    sandbox = Sandbox(mode, approval=lambda: policy.mode, network=network, network_for=network_for)
+    try:
+        sandbox.check()
+    except SandboxUnavailable as exc:
+        raise WiringError(
+            f"the sandbox ({source}: {mode}) cannot run: {exc}; use --sandbox off to run "
+            "commands without it"
+        ) from exc
+    return sandbox
 
 
 def _user_config() -> dict[str, Any]:

@@ -13,6 +13,7 @@ import msgspec
 
 from codecoder.app.options import AgentOptions
 from codecoder.approval import MODES as APPROVAL_MODES
+from codecoder.sandbox import MODES as SANDBOX_MODES
 
 COMMANDS = (
     "exec",
@@ -30,7 +31,7 @@ COMMANDS = (
     "trace",
 )
 _WITH_VALUE = ("-m", "--model", "--script", "-C", "--cwd", "--approval", "--max-rounds")
-_WITH_VALUE += ("--trace", "--resume")
+_WITH_VALUE += ("--trace", "--resume", "--sandbox")
 _OWN = ("-h", "--help", "--version", "-V")
 
 
@@ -206,6 +207,12 @@ def _agent_options(parser: Any, *, approval: str | None) -> None:
     parser.add_argument("--approval", choices=APPROVAL_MODES, default=approval)
     parser.add_argument("--max-rounds", type=int, default=100, metavar="N")
     parser.add_argument("--trace", metavar="FILE", help="write every command and event as JSONL")
+    parser.add_argument(
+        "--sandbox",
+        choices=SANDBOX_MODES,
+        help="confine commands with bubblewrap (docs/sandbox.md); default: [sandbox] mode, "
+        "else workspace-write in full-auto where bubblewrap works",
+    )
 
 
 def _daemon_options(parser: Any) -> None:
@@ -267,6 +274,7 @@ def agent_options(namespace: argparse.Namespace) -> AgentOptions:
         trace=namespace.trace,
         continue_=continue_,
         resume=resume,
+        sandbox=getattr(namespace, "sandbox", None),
     )
 
 
@@ -277,6 +285,7 @@ def _interactive(namespace: argparse.Namespace) -> int:
         agent_options(namespace),
         attach=getattr(namespace, "attach", None),
         no_daemon=bool(getattr(namespace, "no_daemon", False)),
+        approval_given=namespace.approval is not None,
     )
 
 
@@ -289,7 +298,6 @@ def _exec(namespace: argparse.Namespace) -> int:
             "give the TASK (or - to read it from standard input), or --plan FILE"
             if namespace.task is None
             else "--plan runs the plan's tasks: give no TASK with it"
-        approval_given=namespace.approval is not None,
         )
         print(f"codecoder exec: error: {problem}", file=sys.stderr)
         return EXIT_USAGE

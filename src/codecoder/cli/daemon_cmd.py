@@ -12,6 +12,7 @@ import argparse
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from codecoder.approval import MODES
+from codecoder.sandbox import MODES as SANDBOX_MODES
 
 if TYPE_CHECKING:
     from codecoder.daemon.main import DaemonOptions
@@ -63,6 +64,9 @@ def _defaults(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-m", "--model", help="PROVIDER/MODEL for new sessions")
     parser.add_argument("--script", help="new sessions replay this codecoder-script/1 file")
     parser.add_argument("--approval", choices=MODES, default="ask", help="mode of new sessions")
+    parser.add_argument(
+        "--sandbox", choices=SANDBOX_MODES, help="sandbox of new sessions' commands"
+    )
 
 
 def run_daemon(options: argparse.Namespace) -> int:
@@ -80,4 +84,9 @@ def run_acp(options: argparse.Namespace) -> int:
 def _defaults_of(options: argparse.Namespace) -> DaemonOptions:
     from codecoder.daemon.main import DaemonOptions
 
-    return DaemonOptions(model=options.model, script=options.script, approval=options.approval)
+    return DaemonOptions(
+        model=options.model,
+        script=options.script,
+        approval=options.approval,
+        sandbox=options.sandbox,
+    )

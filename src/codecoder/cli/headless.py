@@ -45,6 +45,7 @@ from codecoder.kernel.events import (
     Usage,
 )
 from codecoder.kernel.handle import AgentClosed, AgentHandle
+from codecoder.sandbox import NOTICE_STATUS
 from codecoder.sessions.errors import SessionError
 
 if TYPE_CHECKING:
@@ -167,6 +168,8 @@ class _Runner:
             inner = inner.event
         if isinstance(inner, ConfirmRequest | AskUser):
             self._question(inner)
+        if isinstance(inner, StatusUpdate) and inner.status == NOTICE_STATUS:
+            _progress(f"codecoder: {inner.detail}")  # on stderr also with --json
         if isinstance(event, Error):
             self.failure = event
         elif isinstance(event, Usage) and self.setup.log is not None:

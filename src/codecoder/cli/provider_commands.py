@@ -26,7 +26,8 @@ def add_parsers(subparsers: Any) -> None:
     models = subparsers.add_parser("models", help="list configured providers and models")
     models.set_defaults(func=run_models)
     doctor = subparsers.add_parser(
-        "doctor", help="check each provider's API key and whether its server answers"
+        "doctor",
+        help="check each provider's API key and whether its server answers, and the sandbox",
     )
     doctor.add_argument(
         "--timeout", type=float, default=3.0, help="seconds to wait for each server (default 3)"
@@ -137,6 +138,7 @@ def run_doctor(args: argparse.Namespace) -> int:
         print(f"{mark:<5} {name:<12} {check.detail}{note}")
     for name in sorted(used - set(providers)):
         print(f"{'FAIL':<5} {name:<12} no such provider (the default model names it)")
+    sandbox_ok = _report_sandbox(config)
     failed = [name for name in used if name not in results or not results[name].ok]
     if not any(check.ok for check in results.values()):
         print(
@@ -145,7 +147,26 @@ def run_doctor(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    return 1 if failed else 0
+    return 1 if failed or not sandbox_ok else 0
+
+
+def _report_sandbox(config: Mapping[str, Any]) -> bool:
+    """Print whether commands can be confined here (docs/sandbox.md) and why not; False
+    when `[sandbox] mode` asks for a sandbox that cannot run (every run would stop)."""
+    from codecoder.sandbox.probe import probe, version
+
+    found = probe()
+    table = config.get("sandbox")
+    wanted = table.get("mode") if isinstance(table, dict) else None
+    if found.works and found.path is not None:
+        named = version(found.path) or "bubblewrap"
+        print(f"{'ok':<5} {'sandbox':<12} {named} ({found.path}) confines commands")
+        return True
+    if wanted in ("workspace-write", "read-only"):
+        print(f"{'FAIL':<5} {'sandbox':<12} {found.detail} ([sandbox] mode = {wanted!r})")
+        return False
+    print(f"{'off':<5} {'sandbox':<12} {found.detail} (full-auto runs parser-only)")
+    return True
 
 
 def _in_use(config: Mapping[str, Any], providers: Mapping[str, ProviderSettings]) -> set[str]:

@@ -391,6 +391,8 @@ def _session_meta(options: AgentOptions) -> dict[str, Any]:
         meta["model"] = options.model
     if options.script:
         meta["script"] = os.path.abspath(options.script)
+    if options.sandbox:
+        meta["sandbox"] = options.sandbox
     return meta
 
 

@@ -29,6 +29,8 @@ from codecoder.daemon.rpc import (
     Connection,
     RpcError,
 )
+from codecoder.sandbox import MODES as SANDBOX_MODES
+from codecoder.sandbox import SandboxMode
 
 if TYPE_CHECKING:
     from codecoder.app.options import AgentOptions
@@ -315,7 +317,8 @@ class _Params:
 
 
 def _session_overrides(meta: Any) -> dict[str, Any]:
-    """`_meta.codecoder` of session/new: `model`, `script`, `approval`, `maxRounds`."""
+    """`_meta.codecoder` of session/new: `model`, `script`, `approval`, `maxRounds`,
+    `sandbox`."""
     ours = meta.get("codecoder") if isinstance(meta, dict) else None
     if not isinstance(ours, dict):
         return {}
@@ -327,12 +330,23 @@ def _session_overrides(meta: Any) -> dict[str, Any]:
             found[field] = ours[key]
     if "approval" in ours:
         found["approval"] = _mode(ours["approval"] if isinstance(ours["approval"], str) else "")
+    if "sandbox" in ours:
+        found["sandbox"] = _sandbox_mode(ours["sandbox"])
     rounds = ours.get("maxRounds")
     if rounds is not None:
         if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 1:
             raise RpcError(INVALID_PARAMS, "`_meta.codecoder.maxRounds` must be a positive integer")
         found["max_rounds"] = rounds
     return found
+
+
+def _sandbox_mode(value: Any) -> SandboxMode:
+    for mode in SANDBOX_MODES:
+        if value == mode:
+            return mode
+    raise RpcError(
+        INVALID_PARAMS, f"`_meta.codecoder.sandbox` must be one of {', '.join(SANDBOX_MODES)}"
+    )
 
 
 def _modes(live: LiveSession) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from codecoder.approval import ApprovalMode
 from codecoder.exitcodes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from codecoder.sandbox import SandboxMode
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -27,6 +28,8 @@ class DaemonOptions(NamedTuple):
     model: str | None = None
     script: str | None = None
     approval: ApprovalMode = "ask"
+    sandbox: SandboxMode | None = None
+    """None: each session's `[sandbox] mode`, else by its approval mode."""
 
 
 def _hub(options: DaemonOptions, answer_timeout: float = 300.0) -> Hub:
@@ -35,7 +38,12 @@ def _hub(options: DaemonOptions, answer_timeout: float = 300.0) -> Hub:
     def defaults() -> AgentOptions:  # made at the first session
         from codecoder.app.options import AgentOptions
 
-        return AgentOptions(model=options.model, script=options.script, approval=options.approval)
+        return AgentOptions(
+            model=options.model,
+            script=options.script,
+            approval=options.approval,
+            sandbox=options.sandbox,
+        )
 
     return Hub(defaults, answer_timeout=answer_timeout)
 
@@ -81,6 +89,8 @@ def _detach(options: DaemonOptions, answer_timeout: float, path: Path) -> int:
         argv += ["--model", options.model]
     if options.script:
         argv += ["--script", os.path.abspath(options.script)]
+    if options.sandbox:
+        argv += ["--sandbox", options.sandbox]
     folder = paths.runtime_dir()
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     log_path = folder / "daemon.log"
