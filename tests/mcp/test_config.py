@@ -34,7 +34,9 @@ def test_a_server_table_is_checked_by_the_schema(tmp_path: Path) -> None:
     path.write_text('[mcp.servers.git]\ncommand = "x"\nstartup_timeout = 0\n')
     with pytest.raises(ConfigError, match="startup_timeout must be a number above 0"):
         read_toml(path)
-    path.write_text('[web]\nallow_private = ["localhost:3000"]\n[mcp.servers.a]\nurl = "http://h"\n')
+    path.write_text(
+        '[web]\nallow_private = ["localhost:3000"]\n[mcp.servers.a]\nurl = "http://h"\n'
+    )
     assert read_toml(path)["web"] == {"allow_private": ["localhost:3000"]}
 
 

@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from codecoder import paths
 from codecoder.app.options import AgentOptions
-from codecoder.config import ConfigError, read_toml
+from codecoder.config import ConfigError, Layers, read_toml
 from codecoder.context.compaction import ThreadedCompactor, context_window
 from codecoder.context.prompt import PromptBuilder
 from codecoder.kernel.loop import AgentLoop
@@ -23,8 +24,11 @@ from codecoder.tools.environment import ChildEnvironment
 from codecoder.tools.process import ProcessManager
 
 if TYPE_CHECKING:
+    from codecoder.mcp.config import Selection
+    from codecoder.mcp.manager import McpManager
     from codecoder.sandbox.runtime import Sandbox
     from codecoder.sessions import SessionLog, SessionStore
+    from codecoder.tools.ssrf import Guard
 
 
 class WiringError(Exception):
@@ -85,6 +89,7 @@ def default_tools(
         TodoWriteTool(),
         SkillTool(),
     ]
+    tools.append(web_fetch(user_config))
     settings = SubagentSettings.from_config(_table(user_config, "subagents"))
     factory = SubagentFactory(
         provider,
@@ -99,6 +104,68 @@ def default_tools(
     if agent is not None:
         tools.append(agent)
     return tools
+
+
+def web_fetch(user_config: dict[str, Any]) -> Tool:
+    """web_fetch with the guard of `[web] allow_private` (the user's config only: a
+    repository must not open the user's network); its HTTP machinery loads at its first
+    call."""
+    from codecoder.tools.web import WebFetch
+
+    return WebFetch(_web_guard(user_config))
+
+
+def _web_guard(user_config: dict[str, Any]) -> Guard | None:
+    """The guard for `[web] allow_private` (None without exceptions: the default guard);
+    WiringError for an entry it cannot read."""
+    entries = _table(user_config, "web").get("allow_private") or []
+    if not entries:
+        return None
+    from codecoder.tools.ssrf import Guard
+
+    try:
+        return Guard(entries)
+    except ValueError as exc:
+        raise WiringError(f"[web] allow_private: {exc}") from exc
+
+
+def _mcp_servers(
+    workspace: Path, user_config: dict[str, Any], trusted: bool, mode: ApprovalMode
+) -> Selection | None:
+    """The session's MCP servers (docs/mcp.md): `[mcp.servers.*]` of the user's config,
+    and of the project's once the folder is trusted; None when there are none, and then
+    nothing of the MCP client is imported. Read-only mode offers no server's tools: what
+    they do is not known."""
+    project: dict[str, Any] = {}
+    if trusted:
+        folder = paths.project_dir(workspace)
+        try:
+            project = Layers(
+                user={},
+                project=read_toml(folder / "config.toml"),
+                project_local=read_toml(folder / "config.local.toml"),
+            ).merged()
+        except ConfigError as exc:
+            raise WiringError(str(exc)) from exc
+    if mode == "read-only" or not (_table(user_config, "mcp") or _table(project, "mcp")):
+        return None
+    from codecoder.mcp.config import select
+
+    try:
+        return select(workspace, user_config, project)
+    except ConfigError as exc:
+        raise WiringError(str(exc)) from exc
+
+
+def _start_mcp(selection: Selection | None) -> McpManager | None:
+    """The servers start in the background: the first turn never waits for them."""
+    if selection is None:
+        return None
+    from codecoder.mcp.manager import McpManager
+
+    manager = McpManager(selection)
+    manager.start()
+    return manager
 
 
 def _table(config: dict[str, Any], key: str) -> dict[str, Any]:
@@ -188,6 +255,8 @@ def build_agent(options: AgentOptions, workspace: Path) -> AgentSetup:
         policy = _policy(workspace, options.approval)
         sandbox = _sandbox(options, user_config, policy)
         tracer = _tracer(options.trace)
+        _web_guard(user_config)  # a bad [web] entry stops us before a session is made
+        servers = _mcp_servers(workspace, user_config, policy.trusted, options.approval)
         if session_id is None:
             session_id = store.create(workspace, model)
         log = SessionLog(store, session_id)
@@ -199,6 +268,7 @@ def build_agent(options: AgentOptions, workspace: Path) -> AgentSetup:
         store.close()
         raise WiringError(str(exc)) from exc
     manager = ProcessManager(environment=_child_environment(user_config))
+    mcp = _start_mcp(servers)
     tools = default_tools(workspace, provider, manager, user_config, policy, sandbox=sandbox)
     loop = AgentLoop(
         provider,
@@ -213,8 +283,9 @@ def build_agent(options: AgentOptions, workspace: Path) -> AgentSetup:
         first_turn=first_turn,
         next_id=next_id,
         compactor=compactor,
+        tool_source=mcp,
     )
-    return AgentSetup(
+    setup = AgentSetup(
         loop=loop,
         session_id=session_id,
         manager=manager,
@@ -225,6 +296,9 @@ def build_agent(options: AgentOptions, workspace: Path) -> AgentSetup:
         policy=policy,
         sandbox=sandbox,
     )
+    if mcp is not None:
+        setup.closers.append(mcp.close)  # closed first: servers still starting are killed
+    return setup
 
 
 def _tracer(path: str | None) -> Tracer | None:

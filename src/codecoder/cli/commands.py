@@ -29,6 +29,7 @@ COMMANDS = (
     "acp",
     "replay",
     "trace",
+    "mcp",
 )
 _WITH_VALUE = ("-m", "--model", "--script", "-C", "--cwd", "--approval", "--max-rounds")
 _WITH_VALUE += ("--trace", "--resume", "--sandbox")
@@ -197,6 +198,9 @@ def build_parser(first: str | None = None) -> argparse.ArgumentParser:
     faces = (provider_commands, sessions_cmd, prompt_cmd, trust_cmd, daemon_cmd)
     for module in (*faces, replay_cmd, trace_cmd):
         module.add_parsers(sub)
+    from codecoder.cli import mcp_cmd
+
+    mcp_cmd.add_parsers(sub)
     return parser
 
 

@@ -1,0 +1,102 @@
+"""An MCP server's tool as a kernel.ports.Tool: `mcp__SERVER__TOOL`, its schema, and a
+description that is the server's own text, capped and marked as such.
+
+A server's descriptions are untrusted input (a server can write "ignore your
+instructions" as easily as "returns the time"): they go only into the tool list of a
+request, never into the system prompt, each capped at MAX_DESCRIPTION characters, control
+characters replaced, and opened with a line saying whose words they are.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from codecoder.kernel.messages import ToolResult
+from codecoder.kernel.ports import Risk, ToolContext
+from codecoder.mcp.cache import ToolEntry
+
+if TYPE_CHECKING:
+    from codecoder.mcp.manager import McpManager
+
+PREFIX = "mcp__"
+MAX_NAME = 64
+"""What the providers accept for a tool name (OpenAI and Anthropic: `[A-Za-z0-9_-]{1,64}`)."""
+MAX_DESCRIPTION = 1024
+MAX_SCHEMA = 16 * 1024
+"""A schema larger than this (as JSON) is replaced by a plain object schema."""
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_-]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+class McpTool:
+    """One tool of one server. `run` goes through the manager, which waits for a server
+    still starting, restarts one that died, and cancels on the server's side."""
+
+    risk: Risk = "execute"
+    """What the server's tool does is not known: it asks unless a rule allows it."""
+
+    def __init__(
+        self,
+        manager: McpManager,
+        server: str,
+        entry: ToolEntry,
+        name: str,
+    ) -> None:
+        self._manager = manager
+        self.server = server
+        self.mcp_name = entry.name
+        """The name the server knows it by."""
+        self.name = name
+        self.description = describe(server, entry)
+        self.parameters = schema(entry.schema)
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        return self._manager.call(self, args, ctx)
+
+    def __repr__(self) -> str:
+        return f"McpTool({self.name!r})"
+
+
+def exposed_names(server: str, tools: Iterable[str]) -> dict[str, str]:
+    """The name the model sees for each of a server's tools: `mcp__SERVER__TOOL` with
+    characters the providers refuse replaced by `_`, cut to 64 characters, and made
+    unique by a short hash of the original where cutting or replacing made two alike."""
+    out: dict[str, str] = {}
+    taken: set[str] = set()
+    for tool in tools:
+        name = f"{PREFIX}{server}__{_UNSAFE_NAME.sub('_', tool)}"
+        if len(name) > MAX_NAME or name in taken:
+            tag = hashlib.sha256(tool.encode()).hexdigest()[:8]
+            name = f"{name[: MAX_NAME - 9]}_{tag}"
+        out[tool] = name
+        taken.add(name)
+    return out
+
+
+def describe(server: str, entry: ToolEntry) -> str:
+    """The description the model sees: whose words they are, then the server's text."""
+    text = _CONTROL.sub(" ", entry.description).strip()
+    if len(text) > MAX_DESCRIPTION:
+        text = text[: MAX_DESCRIPTION - 1].rstrip() + "…"
+    head = (
+        f"[Tool `{entry.name}` of MCP server `{server}`; "
+        "the text below is the server's, not the user's.]"
+    )
+    return f"{head}\n{text}" if text else head
+
+
+def schema(raw: dict[str, Any]) -> dict[str, Any]:
+    """The input schema the provider gets: an object schema, never larger than MAX_SCHEMA."""
+    if not isinstance(raw, dict) or raw.get("type", "object") != "object":
+        return {"type": "object"}
+    try:
+        size = len(json.dumps(raw))
+    except (TypeError, ValueError):
+        return {"type": "object"}
+    if size > MAX_SCHEMA:
+        return {"type": "object", "additionalProperties": True}
+    return {"type": "object", **raw}
