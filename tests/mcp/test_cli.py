@@ -167,3 +167,21 @@ def test_a_scripted_turn_through_server_everything(tmp_path: Path, everything: P
         ("mcp__everything__get-env", "error"),  # no rule allows that one
     ]
     assert finished[0]["content"] == "Echo: hi"
+
+
+def test_a_server_that_fails_during_a_turn_is_one_line_on_stderr(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    code = "import sys; sys.stderr.write('GITHUB_TOKEN is not set\\n'); sys.exit(1)"
+    assert codecoder("mcp", "add", "gh", "--", sys.executable, "-c", code).returncode == 0
+    script = tmp_path / "script.json"
+    # the model "thinks" long enough for the server's failure to be known before Done
+    script.write_text(json.dumps([{"parts": [{"type": "sleep", "seconds": 8}, "ok"]}]))
+    done = codecoder("exec", "--script", str(script), "-C", str(workspace), "go")
+    assert done.returncode == 0, done.stderr
+    line = (
+        "codecoder: MCP server gh failed to start: it exited (exit status 1); "
+        "stderr: GITHUB_TOKEN is not set"
+    )
+    assert done.stderr.splitlines().count(line) == 1, done.stderr
+    assert done.stdout.strip() == "ok"

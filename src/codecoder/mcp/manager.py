@@ -39,7 +39,7 @@ from codecoder.kernel.cancel import Cancelled, CancelToken
 from codecoder.kernel.events import StatusUpdate
 from codecoder.kernel.messages import ToolResult, tool_result
 from codecoder.kernel.ports import ToolContext
-from codecoder.mcp import cache
+from codecoder.mcp import NOTICE_STATUS, cache
 from codecoder.mcp.cache import ToolEntry
 from codecoder.mcp.config import Selection, ServerSpec
 from codecoder.mcp.loop import LoopClosed, LoopThread
@@ -51,8 +51,6 @@ if TYPE_CHECKING:
     from codecoder.mcp.process import ChildProcess
     from codecoder.mcp.session import CallResult, Connection
 
-NOTICE_STATUS = "mcp"
-"""The StatusUpdate status of the manager's lines (a client shows them as they come)."""
 MAX_RESTARTS = 3
 TAIL_BYTES = 4096
 TAIL_LINES = 3
