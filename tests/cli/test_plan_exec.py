@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ import pytest
 from codecoder.sessions import SessionStore
 from tests.cli.test_signals import leave_nothing, tree_command, wait_for_pids
 from tests.procfs import alive
+from tests.sandbox.conftest import needs_bwrap
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -558,3 +560,24 @@ def test_sigterm_during_a_turn_cancels_the_plan_and_exits_143(tmp_path: Path, ws
     assert [line["type"] for line in lines[-3:]] == ["done", "milestone_finished", "plan_finished"]
     assert lines[-3]["reason"] == "cancelled" and lines[-1]["status"] == "cancelled"
     assert not (ws / "gate-ran").exists()
+
+
+@needs_bwrap
+def test_gates_run_in_the_sandbox_of_the_commands(tmp_path: Path, ws: Path) -> None:
+    """full-auto confines commands (workspace-write where bwrap works), and gates too."""
+    outside = Path("/var/tmp") / f"codecoder-gate-{uuid.uuid4().hex}"
+    text = (
+        'max_attempts = 1\n[[milestones]]\nname = "m"\ntask = "t"\n'
+        f'gates = ["touch inside.txt", "touch {outside}"]\n'
+    )
+    try:
+        result = run_plan(
+            plan_file(tmp_path, text), script(tmp_path, [["ok"]]), ws, "--json", *FULL_AUTO
+        )
+        assert result.returncode == 1, result.stderr
+        finished = [line for line in lines_of(result.stdout) if line["type"] == "gate_finished"]
+        assert [line["exit_code"] for line in finished] == [0, 1]
+        assert "Read-only file system" in finished[1]["output_tail"]
+        assert (ws / "inside.txt").exists() and not outside.exists()
+    finally:
+        outside.unlink(missing_ok=True)

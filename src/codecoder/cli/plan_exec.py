@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from codecoder.cli.commands import ExecOptions
     from codecoder.plan.runner import CommandRunner, PlanRunner
     from codecoder.plan.spec import Plan
-    from codecoder.sandbox.runtime import Sandbox
     from codecoder.sessions.records import PlanRunInfo
 
 _PLAN_EVENTS = (MilestoneStarted, GateStarted, GateFinished, MilestoneFinished, PlanFinished)
@@ -280,12 +279,11 @@ class _PlanFace(_Runner):
 def _gate_runner(setup: AgentSetup) -> CommandRunner:
     """Gates run where the model's commands run: the session's process manager, in the
     sandbox mode its commands get (plan/gates.py)."""
-    sandbox: Sandbox | None = getattr(setup, "sandbox", None)  # set where commands are confined
-    if sandbox is None:
+    if setup.sandbox is None:
         return setup.manager
     from codecoder.plan.gates import ConfinedGates
 
-    return ConfinedGates(setup.manager, sandbox)
+    return ConfinedGates(setup.manager, setup.sandbox)
 
 
 def _attempts(count: int) -> str:
