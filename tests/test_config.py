@@ -66,7 +66,7 @@ def problem(tmp_path: Path, text: str) -> str:
         (
             "[zzz]\n",
             ":1: unknown table [zzz] (valid here: compaction, http, mcp, model, models, "
-            "permissions, prices, providers, sandbox, shell, subagents, web)",
+            "permissions, prices, providers, record, sandbox, shell, subagents, web)",
         ),
     ],
 )
@@ -292,4 +292,5 @@ def test_the_schema_is_one_module_that_declares_every_table() -> None:
         "sandbox",
         "mcp",
         "web",
+        "record",
     }

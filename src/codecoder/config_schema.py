@@ -146,6 +146,12 @@ class SandboxTable(_Table, frozen=True, forbid_unknown_fields=True):
     """run_command patterns (`npm install:*`) of the commands that get the network."""
 
 
+class RecordTable(_Table, frozen=True, forbid_unknown_fields=True):
+    """`[record]`: what a replay needs is kept with each session (`codecoder replay`)."""
+
+    enabled: bool = True
+
+
 class Config(_Table, frozen=True, forbid_unknown_fields=True):
     """A `config.toml` / `config.local.toml`."""
 
@@ -161,6 +167,7 @@ class Config(_Table, frozen=True, forbid_unknown_fields=True):
     sandbox: SandboxTable = SandboxTable()
     mcp: McpTable = McpTable()
     web: WebTable = WebTable()
+    record: RecordTable = RecordTable()
 
 
 class TrustedFile(_Table, frozen=True, forbid_unknown_fields=True):

@@ -18,7 +18,7 @@ from codecoder.kernel.handle import AgentHandle
 from codecoder.kernel.loop import AgentLoop
 from codecoder.kernel.messages import ToolCall
 from codecoder.kernel.ports import Decision, ProviderRequest, StreamEvent, TextDelta, Tool
-from codecoder.kernel.trace import Tracer
+from codecoder.kernel.trace import RequestDigest, Tracer
 from tests.invariants import check_turn
 from tests.kernel.helpers import Echo, make_loop
 
@@ -73,9 +73,10 @@ def test_every_line_is_numbered_in_file_order_and_names_its_agent_thread_and_tur
     assert records[-1]["data"]["type"] == "shutdown"
     events = [r for r in records if r["dir"] == "event"]
     assert {r["thread"] for r in events} == {"agent-loop"} and events[-1]["data"]["type"] == "done"
-    streams = [r for r in records if r["dir"] == "stream"]
-    assert streams and {r["thread"] for r in streams} == {"agent-reader-1"}
-    assert {r["data"]["type"] for r in streams} >= {"tool_call_done", "text_delta"}
+    streams = [r["data"] for r in records if r["dir"] == "stream"]
+    assert {s["type"] for s in streams} >= {"tool_call_done", "text_delta", "stop"}
+    texts = [s for s in streams if s["type"] == "text_delta"]
+    assert "".join(c for s in texts for c in s["chunks"]) == "fine"
 
 
 def test_decisions_and_replies_say_why_and_who(tmp_path: Path, start_agent: Start) -> None:
@@ -125,25 +126,35 @@ def test_a_question_from_a_tool_is_traced_with_its_answer(
 def test_requests_are_traced_by_hash_and_size_and_whole_only_when_asked(
     tmp_path: Path, start_agent: Start
 ) -> None:
-    for bodies in (False, True):
-        path = tmp_path / f"trace-{bodies}.jsonl"
+    """Equal requests have equal hashes (two runs of the same script), different ones
+    differ; the hash chain over the view is rebuilt when a compaction swaps it."""
+    seen: list[list[dict[str, Any]]] = []
+    for bodies in (False, True, False):
+        path = tmp_path / f"trace-{len(seen)}.jsonl"
         tracer = Tracer(path, bodies=bodies)
-        loop = make_loop([[call("echo", text="a")], ["fine"]], tmp_path, tracer=tracer)
+        replies = [[call("echo", text="a")], [call("echo", text="b")], ["fine"]]
+        loop = make_loop(replies, tmp_path, tracer=tracer)
         handle = start_agent(loop)
         handle.send("go")
         handle.wait_done(5)
         handle.shutdown()
         tracer.close()
-        requests = [r["data"] for r in Tracer.read(path) if r["dir"] == "request"]
-        assert [r["messages"] for r in requests] == [1, 3]
-        assert all(len(r["sha256"]) == 64 and r["bytes"] > 0 for r in requests)
-        assert requests[0]["sha256"] != requests[1]["sha256"]
-        if bodies:
-            body = codec.convert(requests[1]["body"], ProviderRequest)
-            assert [m.role for m in body.messages] == ["user", "assistant", "tool"]
-            assert len(codec.encode(body)) == requests[1]["bytes"]
-        else:
-            assert all("body" not in r for r in requests)
+        seen.append([r["data"] for r in Tracer.read(path) if r["dir"] == "request"])
+    first, whole, again = seen
+    assert [r["messages"] for r in first] == [1, 3, 5]
+    assert [r["sha256"] for r in again] == [r["sha256"] for r in first]
+    assert len({r["sha256"] for r in first}) == 3
+    assert first[0]["bytes"] < first[1]["bytes"] < first[2]["bytes"]
+    assert all("body" not in r for r in first)
+    body = codec.convert(whole[1]["body"], ProviderRequest)
+    assert [m.role for m in body.messages] == ["user", "assistant", "tool"]
+    digest = RequestDigest()
+    view = list(body.messages)
+    full, _ = digest.digest(body)
+    assert digest.digest(body)[0] == full
+    swapped = msgspec.structs.replace(body, messages=(view[0], *view[2:]))
+    assert digest.digest(swapped)[0] != full
+    assert digest.digest(body)[0] == full == RequestDigest().digest(body)[0]
 
 
 def test_a_message_queued_behind_a_turn_is_traced_under_its_own_turn(

@@ -200,6 +200,25 @@ def test_the_reason_names_the_rule_and_its_file(workspace: Path) -> None:
     assert str(user_file) in decision.reason
 
 
+def test_a_decision_names_its_rule_its_level_and_the_parts_it_read(workspace: Path) -> None:
+    """What the trace shows of each decision (issue 16)."""
+    write_user_rules({"deny": [RM], "allow": [ECHO]})
+    write_project_rules(workspace, {"allow": [STATUS]})
+    trust(workspace)
+    chain = RulePolicy.load(workspace)
+    denied = chain.decide(*run("echo hi && rm -rf build"))
+    assert (denied.verdict, denied.level) == ("deny", "user") and RM in denied.rule
+    assert denied.parts == ("run `echo hi`", "run `rm -rf build`")
+    allowed = chain.decide(*run("git status"))
+    assert (allowed.verdict, allowed.level) == ("allow", "project") and STATUS in allowed.rule
+    default = chain.decide(*run("make"))
+    assert (default.verdict, default.level, default.rule) == ("ask", "default", "")
+    never = RulePolicy.load(workspace, "never-ask").decide(*run("make"))
+    assert (never.verdict, never.level, never.parts) == ("deny", "default", ("run `make`",))
+    mode = RulePolicy.load(workspace, "read-only").decide(*run("touch x"))
+    assert (mode.verdict, mode.level) == ("deny", "mode")
+
+
 # --- file tools --------------------------------------------------------------------
 
 # (id, user rules, tool, path, verdict)

@@ -224,22 +224,23 @@ def test_session_log_is_a_history_sink(store: SessionStore) -> None:
 
 
 def test_record_rows_go_in_with_the_message_they_precede(store: SessionStore) -> None:
-    """A Recorder's rows wait for the next message and share its transaction; a turn's
-    end writes at once; a fork has no record of its own."""
+    """A Recorder's entries wait for the next message and go into its row; a turn's end
+    is written at once, after its last message; a fork has no record of its own."""
     log = SessionLog(store, store.create("/w", "m"))
     log.record(b"[1]", now=False)
-    log.record(b"[2]", now=False)
-    assert store.load_records(log.session_id) == []  # waiting for their message
+    assert store.load_records(log.session_id) == []  # waiting for its message
     log.append(user_message("hi", id=1))
-    assert store.load_records(log.session_id) == [b"[1]", b"[2]"]
-    log.record(b"[3]", now=True)
+    assert store.load_records(log.session_id) == [b"[1]"]
+    log.record(b"[2]", now=True)
+    log.record(b"[3]", now=False)
+    log.append(user_message("again", id=2))
     assert store.load_records(log.session_id) == [b"[1]", b"[2]", b"[3]"]
-    with pytest.raises(SessionError):
-        log.append(user_message("an id not above the last", id=1))
     log.record(b"[4]", now=False)
     with pytest.raises(SessionError):
-        log.append(user_message("again", id=1))  # the failed transaction took no row
+        log.append(user_message("an id not above the last", id=2))
     assert store.load_records(log.session_id) == [b"[1]", b"[2]", b"[3]"]
+    log.record(b"[5]", now=True)  # what the failed append held is kept, in order
+    assert store.load_records(log.session_id) == [b"[1]", b"[2]", b"[3]", b"[4]", b"[5]"]
     assert store.load_records(store.fork(log.session_id)) == []
 
 

@@ -15,6 +15,7 @@ from codecoder.app.options import AgentOptions
 from codecoder.config import ConfigError, Layers, read_toml
 from codecoder.context.compaction import ThreadedCompactor, context_window
 from codecoder.context.prompt import PromptBuilder
+from codecoder.kernel.journal import Journal
 from codecoder.kernel.loop import AgentLoop
 from codecoder.kernel.ports import PermissionPolicy, ProviderClient, Tool
 from codecoder.kernel.trace import Tracer
@@ -270,6 +271,7 @@ def build_agent(options: AgentOptions, workspace: Path) -> AgentSetup:
     manager = ProcessManager(environment=_child_environment(user_config))
     mcp = _start_mcp(servers)
     tools = default_tools(workspace, provider, manager, user_config, policy, sandbox=sandbox)
+    journal = _journal(log, user_config)
     loop = AgentLoop(
         provider,
         filter_tools(tools, options.approval),
@@ -283,7 +285,8 @@ def build_agent(options: AgentOptions, workspace: Path) -> AgentSetup:
         first_turn=first_turn,
         next_id=next_id,
         compactor=compactor,
-        tool_source=mcp,
+        tool_source=journal.source(mcp) if mcp is not None else None,
+        journal=journal,
     )
     setup = AgentSetup(
         loop=loop,
@@ -299,6 +302,16 @@ def build_agent(options: AgentOptions, workspace: Path) -> AgentSetup:
     if mcp is not None:
         setup.closers.append(mcp.close)  # closed first: servers still starting are killed
     return setup
+
+
+def _journal(log: SessionLog, config: dict[str, Any]) -> Journal:
+    """Every session records what a replay needs (`[record] enabled = false`: nothing)."""
+    if _table(config, "record").get("enabled", True) is False:
+        return Journal()
+    from codecoder.kernel.journal import Recorder
+    from codecoder.sessions.records import cap_result
+
+    return Recorder(log, stored=cap_result)
 
 
 def _tracer(path: str | None) -> Tracer | None:

@@ -135,8 +135,9 @@ def _describe(group: list[Record]) -> str:
     data: dict[str, Any] = record["data"] if isinstance(record["data"], dict) else {}
     direction, kind = record["dir"], _kind(record)
     if kind in _FOLDED:
-        text = "".join(str(r["data"].get("text", r["data"].get("chunk", ""))) for r in group)
-        times = f" x{len(group)}" if len(group) > 1 else ""
+        text = "".join(_text(r["data"]) for r in group)
+        chunks = sum(len(r["data"].get("chunks", ())) or 1 for r in group)
+        times = f" x{chunks}" if chunks > 1 else ""
         return f"{direction} {kind}{times} {_excerpt(text)!r}"
     if direction == "decision":
         parts = "; ".join(data.get("parts", ())) or "-"
@@ -184,6 +185,12 @@ def _detail(kind: str, data: dict[str, Any]) -> str:
         inner = data.get("event", {})
         return f" {data.get('agent_id')}: {inner.get('type')}"
     return ""
+
+
+def _text(data: dict[str, Any]) -> str:
+    if "chunks" in data:
+        return "".join(map(str, data["chunks"]))
+    return str(data.get("text", data.get("chunk", "")))
 
 
 def _answer(data: dict[str, Any]) -> str:

@@ -18,7 +18,7 @@ T = TypeVar("T")
 # msgspec's hook protocol: NotImplementedError means "not a type this hook handles".
 
 
-def _enc_hook(obj: Any) -> Any:
+def enc_hook(obj: Any) -> Any:
     if isinstance(obj, Oneshot):
         return obj.request_id
     raise NotImplementedError(f"cannot encode {type(obj).__name__}")
@@ -31,7 +31,7 @@ def _dec_hook(tp: Any, obj: Any) -> Any:
     raise NotImplementedError(f"cannot decode {tp!r}")
 
 
-_encoder = msgspec.json.Encoder(enc_hook=_enc_hook)
+_encoder = msgspec.json.Encoder(enc_hook=enc_hook)
 
 
 def encode(value: Any) -> bytes:
@@ -39,7 +39,7 @@ def encode(value: Any) -> bytes:
 
 
 def to_builtins(value: Any) -> Any:
-    return msgspec.to_builtins(value, enc_hook=_enc_hook)
+    return msgspec.to_builtins(value, enc_hook=enc_hook)
 
 
 def decode(data: bytes | str, type: type[T]) -> T:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import traceback
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from queue import SimpleQueue
 from typing import TYPE_CHECKING, Any
@@ -357,7 +357,7 @@ class AgentLoop:
         stream = _LiveStream(token)
         reader = threading.Thread(
             target=_read_stream,
-            args=(self._provider, request, token, stream.queue, self._stream_tracer()),
+            args=(self._provider, request, token, stream.queue),
             name=f"{self.name}-reader-{self.turn}",
             daemon=True,
         )
@@ -369,26 +369,26 @@ class AgentLoop:
     def _trace_request(self, request: ProviderRequest) -> None:
         """A request's hash and size (and with `--trace-bodies` the request itself): two
         requests with the same hash sent the model the same thing."""
-        import hashlib
-
-        body = codec.encode(request)
+        tracer = self._tracer
+        assert tracer is not None
+        digest, size = tracer.requests.digest(request)
         data: dict[str, object] = {
             "purpose": request.purpose,
             "messages": len(request.messages),
-            "bytes": len(body),
-            "sha256": hashlib.sha256(body).hexdigest(),
+            "bytes": size,
+            "sha256": digest,
         }
-        if self._tracer is not None and self._tracer.bodies:
-            data["body"] = msgspec.Raw(body)
+        if tracer.bodies:
+            data["body"] = msgspec.Raw(codec.encode(request))
         self._trace("request", data)
 
-    def _stream_tracer(self) -> Callable[[StreamEvent], None] | None:
-        """What the reader thread calls with each raw stream event, when tracing."""
-        tracer = self._tracer
-        if tracer is None:
-            return None
-        name, turn = self.name, self.turn
-        return lambda event: tracer.line("stream", name, turn, event)
+    def _trace_stream(self, item: object) -> None:
+        """A stream item as the loop took it (an exception by its repr; the end, which
+        the provider's `stop` already shows, not at all)."""
+        if isinstance(item, BaseException):
+            self._trace("stream", {"type": "exception", "repr": repr(item)})
+        elif item is not END:
+            self._trace("stream", item)
 
     def _keep(self, builder: ReplyBuilder, *, interrupted: bool) -> None:
         message = builder.build(0, interrupted=interrupted)
@@ -415,6 +415,8 @@ class AgentLoop:
                 raise Cancelled(token.reason)
             if records and not isinstance(item, TextDelta):
                 journal.took(item, token)
+            if self._tracer is not None and not isinstance(item, TextDelta):
+                self._trace_stream(item)
             if item is END:
                 return
             if isinstance(item, TextDelta):
@@ -429,6 +431,8 @@ class AgentLoop:
                 text = parts[0] if len(parts) == 1 else "".join(parts)
                 if records:
                     journal.took_text(len(text))
+                if self._tracer is not None:
+                    self._trace("stream", {"type": "text_delta", "chunks": parts})
                 builder.text(text)
                 self._emit(NewToken(text))
             elif isinstance(item, BaseException):
@@ -550,7 +554,6 @@ def _read_stream(
     request: ProviderRequest,
     token: CancelToken,
     out: SimpleQueue[object],
-    trace: Callable[[StreamEvent], None] | None,
 ) -> None:
     """The reader thread: provider events into the loop's queue. The loop never waits
     for this thread; on cancel it is woken by the CancelToken instead."""
@@ -558,8 +561,6 @@ def _read_stream(
         for event in provider.stream(request, token):
             if token.is_cancelled():
                 return
-            if trace is not None:
-                trace(event)
             out.put(event)
         out.put(END)
     except BaseException as exc:

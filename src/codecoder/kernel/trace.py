@@ -2,9 +2,10 @@
 before that one?".
 
 One JSON line per thing the kernel saw or did: every command, event, reply to a question
-(and who gave it), permission decision, provider request (its hash and size), raw stream
-event, compaction swap, and note (a traceback the user was spared); sub-agents' lines
-carry their own `agent` name. Every line has `seq`, one counter for the whole trace.
+(and who gave it), permission decision, provider request (its hash and size), stream
+event as the loop took it (text as the chunks that arrived together), compaction swap, and
+note (a traceback the user was spared); sub-agents' lines carry their own `agent` name.
+Every line has `seq`, one counter for the whole trace.
 
 `seq` is the order a consumer saw: an event's number is taken, under the tracer's lock,
 in the same step that puts the event on its channel, so sorting by `seq` gives exactly
@@ -15,13 +16,17 @@ Cancel always sorts before the Done it causes.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, Literal, TypeVar
 
+import msgspec
+
 from codecoder.kernel import codec
+from codecoder.kernel.ports import ProviderRequest
 
 T = TypeVar("T")
 
@@ -30,18 +35,36 @@ Direction = Literal[
 ]
 
 _FLUSHED = frozenset({"Done", "Error", "ConfirmRequest", "AskUser"})
+_FLUSHED_LINES = frozenset({"reply", "note"})
+
+
+class _Line(msgspec.Struct, frozen=True, gc=False):
+    seq: int
+    t: float
+    thread: str
+    agent: str
+    turn: int
+    dir: Direction
+    data: Any
+
+
+_encoder = msgspec.json.Encoder(enc_hook=codec.enc_hook)
 
 
 class Tracer:
     """Thread-safe JSONL writer shared by an agent and its sub-agents. Lines are buffered
     and flushed on commands, questions, turn ends and close, so tracing a token flood
-    stays cheap. `bodies`: provider requests are written whole (`--trace-bodies`)."""
+    stays cheap (a line costs about 1.5 us: bench/bench_replay.py). `bodies`: provider
+    requests are written whole (`--trace-bodies`)."""
 
     def __init__(self, path: Path | str, *, bodies: bool = False) -> None:
         self._file: IO[bytes] = open(path, "ab")  # noqa: SIM115 - closed by close()
+        self._open = True
         self._lock = threading.Lock()
         self._seq = 0
+        self._buffer = bytearray()
         self.bodies = bodies
+        self.requests = RequestDigest()
 
     def command(self, agent: str, turn: int, command: Any) -> None:
         """Before the command takes effect (a Cancel sorts before what it causes)."""
@@ -53,7 +76,7 @@ class Tracer:
 
     def line(self, direction: Direction, agent: str, turn: int, data: Any) -> None:
         """A reply, decision, request, stream event, compaction or note."""
-        self._write(direction, agent, turn, data, flush=direction in ("reply", "note"))
+        self._write(direction, agent, turn, data, flush=direction in _FLUSHED_LINES)
 
     def note(self, agent: str, turn: int, kind: str, detail: str) -> None:
         self.line("note", agent, turn, {"type": kind, "detail": detail})
@@ -68,34 +91,79 @@ class Tracer:
         *,
         flush: bool,
     ) -> None:
+        thread = threading.current_thread().name
         with self._lock:
             self._seq += 1
             if put is not None:
                 put(value)
-            if self._file.closed:
+            if not self._open:
                 return
-            record = {
-                "seq": self._seq,
-                "t": time.monotonic(),
-                "thread": threading.current_thread().name,
-                "agent": agent,
-                "turn": turn,
-                "dir": direction,
-                "data": value,
-            }
-            self._file.write(codec.encode(record) + b"\n")
+            line = _Line(self._seq, time.monotonic(), thread, agent, turn, direction, value)
+            buffer = self._buffer
+            _encoder.encode_into(line, buffer)
+            buffer += b"\n"
+            self._file.write(buffer)
             if flush:
                 self._file.flush()
 
     def close(self) -> None:
         with self._lock:
-            if not self._file.closed:
+            if self._open:
+                self._open = False
                 self._file.close()
 
     @staticmethod
     def read(path: Path | str) -> list[dict[str, Any]]:
         """The records of a trace file (for tests and `codecoder trace`)."""
-        import msgspec
-
         with open(path, "rb") as handle:
             return [msgspec.json.decode(line) for line in handle if line.strip()]
+
+
+class RequestDigest:
+    """The sha256 and size of each request without encoding the whole history for every
+    round (that made tracing double the cost of a round at 1,000 rounds): each message is
+    encoded and hashed once, into a chain over the view, and a request's hash continues
+    the hash of its system prompt, tools and purpose (kept while they stay the same
+    objects) with the chain's head. Equal hashes, equal requests; `bytes` is the sum of
+    the parts' JSON. About 3 us a request (bench/bench_replay.py)."""
+
+    def __init__(self) -> None:
+        self._chain: list[tuple[int, bytes, int]] = []  # (message id, chained hash, bytes)
+        self._head: tuple[tuple[object, object, str], Any, int] | None = None
+
+    def digest(self, request: ProviderRequest) -> tuple[str, int]:
+        messages, chain = request.messages, self._chain
+        kept = len(chain)
+        if kept > len(messages) or (
+            kept and (chain[0][0] != messages[0].id or chain[-1][0] != messages[kept - 1].id)
+        ):
+            chain.clear()  # a compaction swapped the view: start again
+            kept = 0
+        previous, size = (chain[-1][1], chain[-1][2]) if chain else (b"", 0)
+        for message in messages[kept:]:
+            body = codec.encode(message)
+            previous = hashlib.sha256(previous + body).digest()
+            size += len(body)
+            chain.append((message.id, previous, size))
+        head, head_size = self._head_of(request)
+        whole = head.copy()
+        whole.update(previous)
+        return whole.hexdigest(), size + head_size
+
+    def _head_of(self, request: ProviderRequest) -> tuple[Any, int]:
+        """The hash state after the system prompt, tools and purpose, made again only when
+        one of them changed (the loop hands the same objects while nothing did)."""
+        system, tools, purpose = request.system, request.tools, request.purpose
+        cached = self._head
+        if cached is not None:
+            (old_system, old_tools, old_purpose), state, size = cached
+            if (
+                (old_system is system or old_system == system)
+                and (old_tools is tools or old_tools == tools)
+                and old_purpose == purpose
+            ):
+                return state, size
+        encoded = codec.encode((system, tools, purpose))
+        state = hashlib.sha256(encoded)
+        self._head = ((system, tools, purpose), state, len(encoded))
+        return state, len(encoded)

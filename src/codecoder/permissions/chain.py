@@ -41,7 +41,7 @@ import msgspec
 from codecoder import paths
 from codecoder.config import read_toml
 from codecoder.kernel.messages import ToolCall
-from codecoder.kernel.ports import Decision, Tool
+from codecoder.kernel.ports import Decision, DecisionLevel, Tool
 from codecoder.permissions.calls import (
     CommandPart,
     FilePart,
@@ -159,68 +159,72 @@ class RulePolicy:
     def decide(self, tool: Tool, call: ToolCall) -> Decision:
         mode = self._mode
         if mode == "read-only" and tool.risk != "read" and tool.name != COMMAND_TOOL:
-            return Decision("deny", f"{tool.name} is not available in read-only mode")
+            return Decision("deny", f"{tool.name} is not available in read-only mode", level="mode")
         if mode == "never-ask" and tool.name in NEEDS_A_PERSON:
-            return Decision("deny", _NOBODY_TO_ASK)
+            return Decision("deny", _NOBODY_TO_ASK, level="mode")
         parts = analyse(tool, call, self.scope)
         with self._lock:
             self._asked = (call, parts)  # an answer to its question reuses the analysis
+        described = tuple(map(_describe, parts))
         if mode == "read-only" and tool.name == COMMAND_TOOL:
             writer = next((p for p in parts if not _only_reads(p)), None)
             if writer is not None:
-                return Decision(
-                    "deny", f"read-only mode runs only plain reads: {_describe(writer)}"
-                )
+                reason = f"read-only mode runs only plain reads: {_describe(writer)}"
+                return Decision("deny", reason, level="mode", parts=described)
         escalated = is_escalation(tool, call)
         with self._lock:
             refused = self._refusals.covers_call(tool, call) or any(
                 map(self._refusals.covers, parts)
             )
             if refused or (escalated and self._refusals.covers_call(tool, call, escalated=True)):
-                return Decision("deny", "you denied this for the rest of the session")
+                reason = "you denied this for the rest of the session"
+                return Decision("deny", reason, level="refusal", parts=described)
             granted = self._grants.covers_call(tool, call, escalated=escalated)
             decisions = [self._judge(part, granted, mode, escalated) for part in parts]
-        decision = _strictest(decisions)
+        decision = msgspec.structs.replace(_strictest(decisions), parts=described)
         if decision.verdict == "ask" and mode == "never-ask":
-            return Decision("deny", _never_ask_reason(decision.reason))
+            reason = _never_ask_reason(decision.reason)
+            return msgspec.structs.replace(decision, verdict="deny", reason=reason)
         return decision
 
     def _judge(
         self, part: Part, granted: bool, mode: ApprovalMode, escalated: bool = False
     ) -> Decision:
         escalating = escalated and isinstance(part, CommandPart)
-        for level in self._levels():
+        for name, level in self._levels():
             deny = level.deny + _escalation_rules(level.deny) if escalating else level.deny
             rule = _first(deny, part, loose=True)
             if rule is not None:
-                return Decision("deny", f"denied by rule {rule.describe()}")
+                text = rule.describe()
+                return Decision("deny", f"denied by rule {text}", rule=text, level=name)
         if granted:
-            return Decision("allow", "allowed for this session")
+            return Decision("allow", "allowed for this session", level="session")
         below = self._denied_below(part)
         if below is not None:
-            return Decision("ask", f"{_describe(part)}: it reads what rule {below} denies")
+            reason = f"{_describe(part)}: it reads what rule {below} denies"
+            return Decision("ask", reason, rule=below, level="default")
         if isinstance(part, Hazard):
-            return Decision("ask", f"{part.tool}: cannot check it: {part.reason}")
+            return Decision("ask", f"{part.tool}: cannot check it: {part.reason}", level="default")
         if isinstance(part, CommandPart) and part.command.guessed:
-            return Decision("ask", f"{_describe(part)}: cannot check it")
+            return Decision("ask", f"{_describe(part)}: cannot check it", level="default")
         if escalating and isinstance(part, CommandPart):
             return self._escalation(part)
         if self._grants.covers(part):
-            return Decision("allow", "allowed for this session")
+            return Decision("allow", "allowed for this session", level="session")
         if isinstance(part, FilePart) and part.protected is not None:
-            return Decision("ask", f"{_describe(part)}: {part.protected}")
-        for level in self._levels():
+            return Decision("ask", f"{_describe(part)}: {part.protected}", level="default")
+        for name, level in self._levels():
             decided = _level_decision(level, part)
             if decided is not None:
-                return decided
-        return self._default(part, mode)
+                return msgspec.structs.replace(decided, level=name)
+        return msgspec.structs.replace(self._default(part, mode), level="default")
 
     def _denied_below(self, part: Part) -> str | None:
         """A read of a whole folder (`grep -r x .`, the grep tool on `src`) reads the
         files in it: when a `read(…)` deny rule may name one of them, the read asks."""
         if not isinstance(part, FilePart) or part.writes or not part.target.real.is_dir():
             return None
-        for level in self._levels():
+        for _, level in self._levels():
             for rule in level.deny:
                 if rule.names(part.tool, (part.family,)) and _may_name_below(rule, part):
                     return rule.describe()
@@ -230,19 +234,20 @@ class RulePolicy:
         """A command to run outside the sandbox: an ask rule (run_command or unsandboxed)
         asks, an `unsandboxed(…)` allow rule allows, and otherwise it asks."""
         what = _describe(part)
-        for level in self._levels():
+        for name, level in self._levels():
             rule = _first(level.ask + _escalation_rules(level.ask), part, loose=True)
             if rule is not None:
-                return Decision("ask", f"{what}: rule {rule.describe()} asks")
+                text = rule.describe()
+                return Decision("ask", f"{what}: rule {text} asks", rule=text, level=name)
             decided = _level_decision(RuleSet(allow=_escalation_rules(level.allow)), part)
             if decided is not None:
-                return decided
-        return Decision(
-            "ask", f"{what} outside the sandbox (sandbox: false): only you can allow that"
-        )
+                return msgspec.structs.replace(decided, level=name)
+        reason = f"{what} outside the sandbox (sandbox: false): only you can allow that"
+        return Decision("ask", reason, level="default")
 
-    def _levels(self) -> tuple[RuleSet, ...]:
-        return (self._project, self._user) if self.trusted else (self._user,)
+    def _levels(self) -> tuple[tuple[DecisionLevel, RuleSet], ...]:
+        user: tuple[DecisionLevel, RuleSet] = ("user", self._user)
+        return (("project", self._project), user) if self.trusted else (user,)
 
     def _default(self, part: Part, mode: ApprovalMode) -> Decision:
         what = _describe(part)
@@ -382,13 +387,15 @@ def _first(rules: tuple[Rule, ...], part: Part, *, loose: bool) -> Rule | None:
 def _level_decision(level: RuleSet, part: Part) -> Decision | None:
     rule = _first(level.ask, part, loose=True)
     if rule is not None:
-        return Decision("ask", f"{_describe(part)}: rule {rule.describe()} asks")
+        text = rule.describe()
+        return Decision("ask", f"{_describe(part)}: rule {text} asks", rule=text)
     rule = _first(level.allow, part, loose=False)
     if rule is None and isinstance(part, CommandPart):
         outer = carriers(part.command)
         rule = next((r for r in level.allow if any(covers_carried(r, c) for c in outer)), None)
     if rule is not None:
-        return Decision("allow", f"allowed by rule {rule.describe()}")
+        text = rule.describe()
+        return Decision("allow", f"allowed by rule {text}", rule=text)
     return None
 
 

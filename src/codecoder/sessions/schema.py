@@ -12,8 +12,10 @@ Version 3 — `compactions`: each summary that replaced the model's view of olde
 so a resumed session starts from its compacted view while `messages` keeps everything.
 Version 4 — `plan_runs` and `plan_milestones`: how far each run of a plan file got
 (`codecoder exec --plan`), so `--continue` goes on from the first milestone not passed.
-Version 5 — `records`: what a replay needs besides the messages (kernel/journal.py), one
-row of entries per message they precede, written in that message's transaction.
+Version 5 — what a replay needs besides the messages (kernel/journal.py): `messages.record`,
+the record's entries that precede a message, in its row (no statement of its own), and
+`records`, the entries a turn's end writes with no message to go with (`after`: the id of
+the last message then).
 """
 
 from __future__ import annotations
@@ -112,10 +114,12 @@ def _to_v4(conn: sqlite3.Connection) -> None:
 
 
 def _to_v5(conn: sqlite3.Connection) -> None:
+    conn.execute("ALTER TABLE messages ADD COLUMN record BLOB")
     conn.execute(
         """CREATE TABLE records (
             id         INTEGER PRIMARY KEY,
             session_id TEXT NOT NULL,
+            after      INTEGER NOT NULL,
             body       BLOB NOT NULL
         )"""
     )

@@ -195,10 +195,10 @@ class SessionStore:
 
     # --- writing one session ---------------------------------------------------------
 
-    def append(self, session_id: str, message: Message, records: Sequence[bytes] = ()) -> None:
-        """Commit one message in its own transaction, after the `records` rows that precede
-        it (kernel/journal.py). Its id must be above every id the session holds; a
-        ToolResult longer than the cap is stored cut in the middle."""
+    def append(self, session_id: str, message: Message, record: bytes | None = None) -> None:
+        """Commit one message in its own transaction, with the `record` entries that
+        precede it (kernel/journal.py) in its row. Its id must be above every id the
+        session holds; a ToolResult longer than the cap is stored cut in the middle."""
         body = encode(cap_message(message))
         tokens = (len(body) + BYTES_PER_TOKEN - 1) // BYTES_PER_TOKEN
         now = time.time()
@@ -216,27 +216,35 @@ class SessionStore:
                     f"message id {message.id} is not above the last id {row[0]} of session "
                     f"{session_id[:8]}"
                 )
-            _insert_records(conn, session_id, records)
             conn.execute(
-                "INSERT INTO messages (session_id, seq, role, status, body, tokens, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (session_id, message.id, message.role, message.status, body, tokens, now),
+                "INSERT INTO messages"
+                " (session_id, seq, role, status, body, tokens, created_at, record)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (session_id, message.id, message.role, message.status, body, tokens, now, record),
             )
 
-    def add_records(self, session_id: str, records: Sequence[bytes]) -> None:
-        """Rows of a session's record that no message follows yet (a turn's end)."""
+    def add_record(self, session_id: str, body: bytes) -> None:
+        """Entries of a session's record that no message follows yet (a turn's end)."""
         with self._write() as conn:
             self._info(conn, session_id)
-            _insert_records(conn, session_id, records)
+            conn.execute(
+                "INSERT INTO records (session_id, after, body) VALUES (?, coalesce("
+                "(SELECT max(seq) FROM messages WHERE session_id = ?), 0), ?)",
+                (session_id, session_id, body),
+            )
 
     def load_records(self, session_id: str) -> list[bytes]:
-        """The session's record rows in order (a forked session has none of its parent's)."""
+        """The session's record in order: each message's entries before it, a turn's end
+        after its last message (a forked session has none of its parent's)."""
         with self._read() as conn:
             self._info(conn, session_id)
             rows = conn.execute(
-                "SELECT body FROM records WHERE session_id = ? ORDER BY id", (session_id,)
+                "SELECT seq, 0, record FROM messages WHERE session_id = ? AND record IS NOT NULL"
+                " UNION ALL SELECT after, 1, body FROM records WHERE session_id = ?"
+                " ORDER BY 1, 2",
+                (session_id, session_id),
             ).fetchall()
-        return [bytes(body) for (body,) in rows]
+        return [bytes(body) for (_, _, body) in rows]
 
     def add_usage(self, session_id: str, usage: Usage) -> None:
         """Add one request's tokens (and cost, when its price is known) to the totals."""
@@ -553,17 +561,20 @@ class SessionLog:
     def __init__(self, store: SessionStore, session_id: str) -> None:
         self.store = store
         self.session_id = session_id
-        self._staged: list[bytes] = []
+        self._staged: bytes | None = None
 
     def append(self, message: Message) -> None:
         self.store.append(self.session_id, message, self._staged)
-        self._staged = []
+        self._staged = None
 
     def record(self, body: bytes, *, now: bool) -> None:
-        self._staged.append(body)
+        if self._staged is not None:  # a failed append left it: keep both, in order
+            self.store.add_record(self.session_id, self._staged)
+            self._staged = None
         if now:
-            self.store.add_records(self.session_id, self._staged)
-            self._staged = []
+            self.store.add_record(self.session_id, body)
+        else:
+            self._staged = body
 
     def add_usage(self, usage: Usage) -> None:
         self.store.add_usage(self.session_id, usage)
@@ -644,14 +655,6 @@ class _Checkpointer:
                     continue
         finally:
             conn.close()
-
-
-def _insert_records(conn: sqlite3.Connection, session_id: str, records: Sequence[bytes]) -> None:
-    if records:
-        conn.executemany(
-            "INSERT INTO records (session_id, body) VALUES (?, ?)",
-            [(session_id, body) for body in records],
-        )
 
 
 def _enable_wal(conn: sqlite3.Connection) -> None:
