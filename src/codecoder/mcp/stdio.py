@@ -34,6 +34,10 @@ MAX_LINE = 32 * 1024 * 1024
 """The longest message line a server may send (a base64 image is a few MB)."""
 MAX_BACKLOG = 64 * 1024 * 1024
 """Bytes written to a server that is not reading its stdin before it counts as broken."""
+QUEUED = 64
+"""Messages each way that wait in the memory streams rather than in a hand-over (the
+SDK's own stdio client hands over one at a time, an extra loop iteration per message each
+way: bench/bench_mcp.py measured 4.9 ms of overhead per call with it, 3.4 ms without)."""
 
 Streams = tuple[
     MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]
@@ -78,8 +82,8 @@ class _Pipes:
         self.stdout = asyncio.StreamReader(limit=MAX_LINE)
         self.read_send, self.read_recv = anyio.create_memory_object_stream[
             SessionMessage | Exception
-        ](0)
-        self.write_send, self.write_recv = anyio.create_memory_object_stream[SessionMessage](0)
+        ](QUEUED)
+        self.write_send, self.write_recv = anyio.create_memory_object_stream[SessionMessage](QUEUED)
         self.transports: list[asyncio.BaseTransport] = []
 
     async def connect(self, loop: asyncio.AbstractEventLoop) -> None:
