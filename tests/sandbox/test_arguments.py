@@ -217,3 +217,14 @@ def test_wrap_masks_the_config_folder_and_binds_the_workspace(
     assert (("--ro-bind", str(ws / ".git"), str(ws / ".git")) in found) == (
         mode == "workspace-write"
     )
+
+
+def test_a_dangling_protected_link_is_left_out(tmp_path: Path) -> None:
+    """bwrap cannot bind what a dangling link names: keeping it would fail every command."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / ".codecoder").symlink_to(tmp_path / "nowhere")
+    (ws / "sub").mkdir()
+    (ws / "sub" / ".git").symlink_to(ws / "real-git")
+    (ws / "real-git").mkdir()
+    assert FolderScan().protected(ws) == [str(ws / "sub" / ".git")]

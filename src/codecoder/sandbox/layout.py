@@ -225,7 +225,8 @@ class FolderScan:
                 for entry in entries:
                     name = entry.name
                     if name.casefold() in PROTECTED_NAMES:
-                        protected.append(name)
+                        if os.path.exists(entry.path):  # a dangling link: bwrap could
+                            protected.append(name)  # not bind it, and it guards nothing
                         continue
                     try:
                         is_dir = entry.is_dir(follow_symlinks=False)
