@@ -196,3 +196,29 @@ def test_trace_shows_the_gap_from_a_cancel_to_its_done(tmp_path: Path) -> None:
     bad.write_text("not json\n")
     refused = codecoder("trace", str(bad))
     assert refused.returncode == 2 and "is not a trace" in refused.stderr
+
+
+def test_trace_bodies_writes_each_request_whole(tmp_path: Path) -> None:
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps([[call("list_dir", path=".")], ["done"]]))
+    for flags in ((), ("--trace-bodies",)):
+        trace = tmp_path / f"trace{len(flags)}.jsonl"
+        result = codecoder(
+            "exec", "--script", str(path), "-C", str(tmp_path), "--trace", str(trace), *flags, "go"
+        )
+        assert result.returncode == 0, result.stderr
+        requests = [
+            json.loads(line)["data"]
+            for line in trace.read_text().splitlines()
+            if json.loads(line)["dir"] == "request"
+        ]
+        assert len(requests) == 2
+        if flags:
+            assert [m["role"] for m in requests[1]["body"]["messages"]] == [
+                "user",
+                "assistant",
+                "tool",
+            ]
+            assert requests[1]["body"]["system"]  # the system prompt as sent
+        else:
+            assert all("body" not in r for r in requests)

@@ -241,3 +241,34 @@ def test_a_child_that_cannot_start_is_an_error_not_a_hang(tmp_path: Path) -> Non
     )
     assert [o.status for o in outcomes] == ["error", "completed"]
     assert "crashed" in outcomes[0].error
+
+
+def test_children_trace_under_their_own_names_into_the_parents_trace(tmp_path: Path) -> None:
+    """Issue 16: a sub-agent's commands and events are lines of the parent's trace, each
+    with the child's name; parallel children's lines interleave, numbered in one order."""
+    from codecoder.kernel.trace import Tracer
+
+    tracer = Tracer(tmp_path / "trace.jsonl")
+    tasks = [{"task": f"look at part {i}"} for i in range(2)]
+    subagents = [{"match": f"part {i}", "replies": [[f"answer {i}"]]} for i in range(2)]
+    script = {"format": "codecoder-script/1", "replies": [[call("agent", tasks=tasks)], ["ok"]]}
+    script["subagents"] = subagents
+    provider = ScriptedProvider(parse_script(json.dumps(script)))
+    factory = SubagentFactory(provider, tmp_path, ProcessManager(), tracer=tracer)
+    tool = factory.agent_tool()
+    assert tool is not None
+    loop = AgentLoop(provider, [tool], tmp_path, tracer=tracer)
+    events = run_turn(loop)
+    tracer.close()
+    records = Tracer.read(tmp_path / "trace.jsonl")
+    children = {e.agent_id for e in events if isinstance(e, Subagent)}
+    assert len(children) == 2
+    assert {r["agent"] for r in records} == {"agent", *children}
+    for child in children:
+        own = [r for r in records if r["agent"] == child]
+        assert own[0]["dir"] == "command" and own[0]["data"]["type"] == "process_message"
+        assert {r["thread"] for r in own if r["dir"] == "event"} == {f"{child}-loop"}
+        assert own[-1]["data"]["type"] == "shutdown" or any(
+            r["data"].get("type") == "done" for r in own
+        )
+    assert [r["seq"] for r in records] == sorted(r["seq"] for r in records)

@@ -22,6 +22,7 @@ from codecoder.tools.agent import AgentTask, AgentTool
 from codecoder.tools.process import ProcessManager
 
 if TYPE_CHECKING:
+    from codecoder.kernel.trace import Tracer
     from codecoder.sandbox.runtime import Sandbox
 
 CHILD_PROMPT = """You are a sub-agent of CodeCoder, a coding agent. You were given one task by \
@@ -68,6 +69,8 @@ class SubagentFactory(msgspec.Struct):
     resolve_model: Callable[[str], ProviderClient] | None = None
     sandbox: Sandbox | None = None
     """The parent's sandbox: a sub-agent's commands and grep run in it too."""
+    tracer: Tracer | None = None
+    """The parent's `--trace`: a sub-agent's lines go there too, under its own name."""
 
     def agent_tool(self) -> AgentTool | None:
         """The `agent` tool for a loop at this depth, or None at the depth limit."""
@@ -88,6 +91,7 @@ class SubagentFactory(msgspec.Struct):
             self.depth + 1,
             self.resolve_model,
             self.sandbox,
+            self.tracer,
         )
         tools = child.toolbox(profile)
         instructions = CHILD_PROMPT
@@ -101,6 +105,7 @@ class SubagentFactory(msgspec.Struct):
             prompt=StaticPrompt(instructions),
             max_rounds=self.settings.max_rounds,
             name=f"sub{child.depth}",
+            tracer=self.tracer,
         )
         return ChildSpec(task.task, loop, read_only=all(t.risk == "read" for t in tools))
 

@@ -20,6 +20,7 @@ class AgentOptions(msgspec.Struct, frozen=True):
     approval: ApprovalMode = "ask"
     max_rounds: int = 100
     trace: str | None = None
+    trace_bodies: bool = False
     continue_: bool = False
     """Go on with the workspace's last session."""
     resume: str | None = None

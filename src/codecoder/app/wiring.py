@@ -66,9 +66,11 @@ def default_tools(
     policy: PermissionPolicy,
     *,
     sandbox: Sandbox | None = None,
+    tracer: Tracer | None = None,
 ) -> list[Tool]:
     """The main agent's toolbox: files, search, commands, questions, checklist, skills
-    and sub-agents; `sandbox` confines the commands and grep's children."""
+    and sub-agents; `sandbox` confines the commands and grep's children, `tracer` gets
+    the sub-agents' lines."""
     from codecoder.app.children import SubagentFactory, SubagentSettings
     from codecoder.context.profiles import load_profiles
     from codecoder.tools.ask import AskUserTool
@@ -100,6 +102,7 @@ def default_tools(
         profiles=load_profiles(workspace),
         policy=policy,
         sandbox=sandbox,
+        tracer=tracer,
     )
     agent = factory.agent_tool()
     if agent is not None:
@@ -255,7 +258,7 @@ def build_agent(options: AgentOptions, workspace: Path) -> AgentSetup:
             workspace = recorded if recorded.is_dir() else workspace
         policy = _policy(workspace, options.approval)
         sandbox = _sandbox(options, user_config, policy)
-        tracer = _tracer(options.trace)
+        tracer = _tracer(options.trace, options.trace_bodies)
         _web_guard(user_config)  # a bad [web] entry stops us before a session is made
         servers = _mcp_servers(workspace, user_config, policy.trusted, options.approval)
         if session_id is None:
@@ -270,7 +273,9 @@ def build_agent(options: AgentOptions, workspace: Path) -> AgentSetup:
         raise WiringError(str(exc)) from exc
     manager = ProcessManager(environment=_child_environment(user_config))
     mcp = _start_mcp(servers)
-    tools = default_tools(workspace, provider, manager, user_config, policy, sandbox=sandbox)
+    tools = default_tools(
+        workspace, provider, manager, user_config, policy, sandbox=sandbox, tracer=tracer
+    )
     journal = _journal(log, user_config)
     loop = AgentLoop(
         provider,
@@ -314,11 +319,11 @@ def _journal(log: SessionLog, config: dict[str, Any]) -> Journal:
     return Recorder(log, stored=cap_result)
 
 
-def _tracer(path: str | None) -> Tracer | None:
+def _tracer(path: str | None, bodies: bool) -> Tracer | None:
     if not path:
         return None
     try:
-        return Tracer(path)
+        return Tracer(path, bodies=bodies)
     except OSError as exc:
         raise WiringError(f"cannot write the trace {path}: {exc.strerror}") from exc
 

@@ -212,6 +212,9 @@ def _agent_options(parser: Any, *, approval: str | None) -> None:
     parser.add_argument("--max-rounds", type=int, default=100, metavar="N")
     parser.add_argument("--trace", metavar="FILE", help="write every command and event as JSONL")
     parser.add_argument(
+        "--trace-bodies", action="store_true", help="with --trace, each model request whole"
+    )
+    parser.add_argument(
         "--sandbox",
         choices=SANDBOX_MODES,
         help="confine commands with bubblewrap (docs/sandbox.md); default: [sandbox] mode, "
@@ -276,6 +279,7 @@ def agent_options(namespace: argparse.Namespace) -> AgentOptions:
         approval=namespace.approval or "ask",
         max_rounds=namespace.max_rounds,
         trace=namespace.trace,
+        trace_bodies=bool(getattr(namespace, "trace_bodies", False)),
         continue_=continue_,
         resume=resume,
         sandbox=getattr(namespace, "sandbox", None),

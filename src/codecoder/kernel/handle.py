@@ -62,7 +62,7 @@ class AgentHandle:
         self._on_shutdown = on_shutdown
         self._turn = turn
         self._turns = first_turn
-        self._name = name
+        self.name = name
         self._tracer = tracer
         self._lock = threading.Lock()
         self._pending: list[CancelToken] = []
@@ -83,7 +83,7 @@ class AgentHandle:
                 self._turns += 1
                 turn = self._turns
             if self._tracer is not None:
-                self._tracer.command(self._name, turn, command)
+                self._tracer.command(self.name, turn, command)
             token: CancelToken | None = None
             if isinstance(command, ProcessMessage | Compact):
                 token = parent.child() if parent is not None else CancelToken()

@@ -151,6 +151,14 @@ class AgentLoop:
         """The history the model sees (read it only between turns)."""
         return tuple(self._messages)
 
+    def rename(self, name: str) -> None:
+        """Give the loop the name its lines and threads show (a sub-agent's id); only
+        before `start`."""
+        assert not self._thread.is_alive(), "rename a loop before it starts"
+        self.name = name
+        self._thread.name = f"{name}-loop"
+        self._handle.name = name
+
     def start(self) -> AgentHandle:
         self._journal.started(
             Start(

@@ -83,6 +83,7 @@ class _ChildRunner:
         self.emit = emit
         self.slots = slots
         self.agent_id = f"{spec.loop.name}-{next(_ids)}"
+        spec.loop.rename(self.agent_id)  # its trace lines and threads say which child
         self.result: Oneshot[ChildOutcome] = Oneshot()
         self.thread = threading.Thread(
             target=self._run, name=f"subagent-{self.agent_id}", daemon=True
