@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from codecoder.cli.tui.text import MARK
+from codecoder.sessions import SessionStore
 from tests.daemon.helpers import CLI, Daemon, write_script
 from tests.terminal import Terminal
 
@@ -81,3 +82,49 @@ def test_attach_without_a_daemon_says_how_to_start_one(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "codecoder daemon --detach" in done.stderr
+
+
+def test_a_denial_with_a_message_reaches_the_model_through_the_daemon(tmp_path: Path) -> None:
+    touch = {"type": "tool_call", "name": "run_command", "args": {"command": "touch made"}}
+    running = Daemon(write_script(tmp_path, [[touch], ["Understood."]]))
+    term = Terminal(["-C", str(tmp_path)], cwd=tmp_path)
+    try:
+        term.ready()
+        term.line("make a file")
+        term.wait_for("Allow it?")
+        term.settle(0.5)
+        term.send("m")
+        term.wait_for("tell the model")
+        term.line("not in this folder")
+        term.wait_for("Understood.")
+        assert not (tmp_path / "made").exists()
+        with SessionStore() as store:
+            (info,) = store.list_sessions(tmp_path)
+            (result,) = [r for m in store.load_messages(info.id) for r in m.tool_results]
+        assert "not in this folder" in result.text
+        term.send("\x04")
+        assert term.exit_code() == 0
+    finally:
+        term.close()
+        running.stop()
+
+
+def test_on_a_daemon_session_approval_switches_and_the_rest_says_what_is_missing(
+    daemon: Daemon, tmp_path: Path
+) -> None:
+    term = Terminal(["-C", str(tmp_path)], cwd=tmp_path)
+    try:
+        term.ready()
+        term.line("/approval full-auto")
+        term.wait_for("approval mode: full-auto")
+        with daemon.client() as listing:
+            (live,) = listing.call("_codecoder/sessions/list", {})["sessions"]
+        assert live["mode"] == "full-auto"  # session/set_mode reached the daemon
+        term.line("/model openai/gpt-5")
+        term.wait_for("keeps the model it was started with")
+        term.line("/compact")
+        term.wait_for("/compact is not available on a daemon session")
+        term.send("\x04")
+        assert term.exit_code() == 0
+    finally:
+        term.close()

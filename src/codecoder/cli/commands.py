@@ -41,7 +41,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     are moved after it, where that command's parser reads them; one it does not take is
     refused by name. Only the command's own parser is built when it is `exec`."""
     command, leading, rest = _split(argv)
-    parser = build_parser(command)
+    parser = build_parser(INTERACTIVE if _only_options(argv) else command)
     if command is None or not leading:
         return parser.parse_args(argv)
     taken = _subparser(parser, command)
@@ -52,6 +52,22 @@ def parse(argv: list[str]) -> argparse.Namespace:
             shown = "/".join(action.option_strings) if action is not None else name
             parser.error(f"{shown} does not apply to `codecoder {command}`")
     return parser.parse_args([command, *leading, *rest])
+
+
+INTERACTIVE = ""
+"""build_parser's `first` for a line with options only (`codecoder -m X`): the
+interactive client, whose launch is measured; no other command's module is imported."""
+
+
+def _only_options(argv: list[str]) -> bool:
+    """Whether every word is an option or an option's value (no command, no help)."""
+    index = 0
+    while index < len(argv):
+        word = argv[index]
+        if word in _OWN or not word.startswith("-") or word in ("-", "--"):
+            return False
+        index += 2 if word in _WITH_VALUE else 1
+    return True
 
 
 def _split(argv: list[str]) -> tuple[str | None, list[str], list[str]]:
@@ -184,6 +200,8 @@ def build_parser(first: str | None = None) -> argparse.ArgumentParser:
     demo.add_argument("--speed", type=float, default=1.0, help="replay speed factor")
     demo.add_argument("--keep", action="store_true", help="keep the example project copy")
     demo.set_defaults(func=_demo)
+    if first == INTERACTIVE:
+        return parser
 
     from codecoder.cli import (
         daemon_cmd,

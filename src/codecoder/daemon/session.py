@@ -428,10 +428,23 @@ def _option_id(result: Any) -> str | None:
     return None
 
 
+def _deny_message(result: Any) -> str | None:
+    """`_meta.codecoder.message` of a permission answer: what the user tells the model
+    along with a denial (docs/acp.md)."""
+    meta = result.get("_meta") if isinstance(result, dict) else None
+    ours = meta.get("codecoder") if isinstance(meta, dict) else None
+    message = ours.get("message") if isinstance(ours, dict) else None
+    return message.strip()[:4000] or None if isinstance(message, str) else None
+
+
 def _reply(event: Question, result: Any) -> ConfirmReply | str:
     """A client's answer as the kernel's: a ConfirmReply, or the text of an AskUser."""
     if isinstance(event, ConfirmRequest):
-        return acp.confirm_reply(_option_id(result))
+        reply = acp.confirm_reply(_option_id(result))
+        message = _deny_message(result)
+        if message and reply.decision in ("deny", "deny_session"):
+            return ConfirmReply(reply.decision, message)
+        return reply
     if isinstance(result, dict) and isinstance(result.get("answer"), str):
         return result["answer"]
     return acp.ask_answer(_option_id(result), event.options)

@@ -20,10 +20,11 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from queue import Empty, SimpleQueue
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from codecoder import __version__
 from codecoder.cli.tui import attachments, builtin, slash, transcript
@@ -40,6 +41,7 @@ from codecoder.kernel.events import (
     Compacted,
     ConfirmRequest,
     Done,
+    NewToken,
     StatusUpdate,
     Subagent,
     ToolFinished,
@@ -51,14 +53,14 @@ if TYPE_CHECKING:
     from prompt_toolkit.buffer import Buffer
 
     from codecoder.app.options import AgentOptions
+    from codecoder.cli.tui.plan import PlanDriver
     from codecoder.cli.tui.screen import Screen
 
 EXIT_WINDOW = 2.0
 """Seconds within which a second Ctrl+C at an empty prompt leaves."""
 
 
-@dataclass(frozen=True)
-class Incoming:
+class Incoming(msgspec.Struct, frozen=True):
     """An event from the pump, with what the pump thread worked out for it (a diff, the
     lines of a confirmation), since that reads files."""
 
@@ -67,8 +69,7 @@ class Incoming:
     approves: list[str] | None = None
 
 
-@dataclass(frozen=True)
-class Pending:
+class Pending(msgspec.Struct, frozen=True):
     """Something to do once the agent is idle: a message, or a slash command."""
 
     text: str
@@ -114,6 +115,8 @@ class Client:
         self._closing: list[Backend] = []
         self._error_after: str | None = None
         self._ticking = False
+        self.plan: PlanDriver | None = None
+        """The plan running (/plan), if one is: the client is busy "plan" meanwhile."""
         from codecoder.cli.tui.screen import Screen
 
         self.screen: Screen = Screen(self, color=color)
@@ -249,6 +252,8 @@ class Client:
         for question in self.questions:
             question.dismiss("the client left")
         self.questions.clear()
+        if self.plan is not None:
+            self.plan.cancel()
         for old in [*self._closing, *([backend] if backend is not None else [])]:
             with contextlib.suppress(Exception):
                 if self.busy in ("turn", "compact") and old is backend:
@@ -256,6 +261,8 @@ class Client:
                 old.close()
         for thread in self._threads:
             thread.join(timeout=5.0)
+        if self.plan is not None:
+            self.plan.join(timeout=5.0)
         message = self._error_after
         if message and not self.hung_up:
             os.write(2, f"codecoder: {message}\n".encode())
@@ -264,13 +271,18 @@ class Client:
     # --- events --------------------------------------------------------------------------
 
     def _pump(self, backend: Backend) -> None:
-        """The session's events, in order, to the event loop; file reads (diffs) here."""
+        """The session's events, in order, to the event loop; file reads (diffs) here.
+        Tokens already waiting behind one another go over as one (a fast stream would
+        otherwise cost the loop a callback per token)."""
         snapshots = Snapshots(backend.workspace)
+        waiting: list[AgentEvent | None] = []
         while True:
             try:
-                event = backend.handle.next_event()
+                event = waiting.pop() if waiting else backend.handle.next_event()
             except Exception:  # the connection or the agent is gone
                 event = None
+            if isinstance(event, NewToken):
+                event = _join_tokens(backend.handle, event, waiting)
             incoming = Incoming(event)
             if isinstance(event, ToolStarted):
                 snapshots.started(event.id, event.name, event.args)
@@ -310,6 +322,8 @@ class Client:
 
     def _on_event(self, backend: Backend, incoming: Incoming) -> None:
         event = incoming.event
+        if self.plan is not None:
+            self.plan.agent_event(event)
         if event is None:
             self._backend_ended(backend)
             return
@@ -343,7 +357,7 @@ class Client:
         self.screen.app.exit(result=EXIT_FAILED)
 
     def _turn_over(self) -> None:
-        self.busy = ""
+        self.busy = "plan" if self.plan is not None else ""  # a plan's turn: it goes on
         for question in self.questions:
             question.dismiss("the turn ended")
         self.questions.clear()
@@ -639,7 +653,7 @@ class Client:
 
     def interrupt(self, buffer: Buffer) -> None:
         now = time.monotonic()
-        if self.busy in ("turn", "compact") or self.questions:
+        if self.busy in ("turn", "compact", "plan") or self.questions:
             self._cancel()
             if self.pending and not buffer.text:  # what was queued comes back to edit
                 buffer.text = "\n".join(p.shown for p in self.pending)
@@ -664,6 +678,9 @@ class Client:
             question.dismiss("the user stopped the turn")
         self.questions.clear()
         self.screen.app.layout.focus(self.screen.input)
+        if self.plan is not None:
+            self.plan.cancel()  # its turn or its gate
+            self.view.status = "Stopping the plan"
         if backend is not None and self.busy in ("turn", "compact"):
             with contextlib.suppress(Exception):
                 backend.handle.cancel()
@@ -735,8 +752,9 @@ class Client:
             "turn": self.view.status or "Working",
             "compact": "Compacting",
             "switch": self.view.status or "Switching",
+            "plan": self.view.status or "Running the plan",
         }[self.busy]
-        hint = " · ctrl+c stops" if self.busy in ("turn", "compact") else ""
+        hint = " · ctrl+c stops" if self.busy in ("turn", "compact", "plan") else ""
         self._tick()
         return [("class:status", f"{frame} {what} · {seconds:.0f}s{hint}")]
 
@@ -808,6 +826,12 @@ class Client:
     def usage_text(self) -> str:
         return "\n".join(self.stats.report())
 
+    def run_plan(self, arguments: str) -> None:
+        """Host: run a plan file in this session (cli/tui/plan.py)."""
+        from codecoder.cli.tui.plan import start_plan
+
+        start_plan(self, arguments)
+
     def compact(self) -> None:
         backend = self._backend
         if backend is None:
@@ -861,6 +885,31 @@ def safe_text(text: str) -> str:
 
     out = safe(text)
     return out if out.endswith("\n") else out + "\n"
+
+
+JOINED_TOKENS = 8 * 1024
+"""Characters of tokens joined into one event at most."""
+
+
+def _join_tokens(handle: Any, first: NewToken, waiting: list[AgentEvent | None]) -> NewToken:
+    """`first` and the tokens queued right behind it, as one; the first other event (or
+    the end of the stream) is put in `waiting`."""
+    parts = [first.text]
+    size = len(first.text)
+    while size < JOINED_TOKENS:
+        try:
+            event = handle.next_event(timeout=0)
+        except TimeoutError:
+            break
+        except Exception:  # the stream broke: the pump sees it next
+            waiting.append(None)
+            break
+        if not isinstance(event, NewToken):
+            waiting.append(event)
+            break
+        parts.append(event.text)
+        size += len(event.text)
+    return first if len(parts) == 1 else NewToken("".join(parts))
 
 
 def _unwrap(event: AgentEvent | None) -> AgentEvent | None:

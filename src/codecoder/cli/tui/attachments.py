@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 MAX_ATTACHED_FILE = 256 * 1024
 MAX_COMPLETIONS = 60
 _MENTION = re.compile(r"(?:(?<=\s)|^)@((?:[^\s\\]|\\ )+)")
 
 
-@dataclass(frozen=True)
-class Attached:
+class Attached(msgspec.Struct, frozen=True):
     path: str
     lines: int
 

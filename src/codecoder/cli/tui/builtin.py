@@ -62,6 +62,13 @@ def register(registry: Registry) -> None:
         SlashCommand("new", "start a new session", _new, busy="after"),
         SlashCommand("clear", "clear the screen (the conversation goes on)", _clear),
         SlashCommand("cost", "tokens and cost of this session", _cost),
+        SlashCommand(
+            "plan",
+            "run a plan file's milestones, each checked by its gates (docs/plans.md)",
+            lambda host, arguments: host.run_plan(arguments),
+            usage="PLAN.toml",
+            busy="after",
+        ),
         SlashCommand("permissions", "the rules in force and where each comes from", _permissions),
         SlashCommand("trust", "apply this folder's .codecoder/ settings", _trust),
         SlashCommand("exit", "leave (a daemon session goes on)", _exit, aliases=("quit",)),

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import difflib
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+import msgspec
 
 MAX_FILE = 2 * 1024 * 1024
 """Files larger than this are not read for a diff (the call's own text is shown)."""
@@ -20,8 +21,7 @@ LineKind = Literal["meta", "hunk", "add", "remove", "context"]
 FILE_TOOLS = ("edit_file", "write_file")
 
 
-@dataclass(frozen=True)
-class Diff:
+class Diff(msgspec.Struct, frozen=True):
     path: str
     lines: tuple[tuple[LineKind, str], ...]
     added: int

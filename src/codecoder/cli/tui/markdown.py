@@ -239,75 +239,79 @@ class _Inline:
         elif child.content:
             self.add(child.content)
 
-    def wrap(self) -> None:
+    def wrap(self) -> None:  # noqa: C901, PLR0915 - the hot loop, its state in locals
+        """Fill lines word by word (a word may span styles: `**bold**,`). One loop with
+        its state in locals: it runs for every word of every answer (as methods on an
+        object it took ~10% longer, bench/bench_tui.py)."""
         blocks = self.blocks
-        line = _Line(blocks, self.color)
+        out = blocks.out
+        color = self.color
+        prefix = blocks.take_prefix()
+        room = blocks.width - width_of(prefix)
+        parts: list[str] = []  # the line being filled
+        used = 0
+        current: Style = ()
         word: list[tuple[str, Style]] = []
         word_width = 0
         space = False
+
+        def end_line() -> None:
+            nonlocal parts, used, current, prefix, room
+            if current:
+                parts.append(RESET)
+                current = ()
+            out.append(prefix + "".join(parts) + "\n")
+            parts = []
+            used = 0
+            prefix = blocks.take_prefix()
+            room = blocks.width - width_of(prefix)
+
+        def put_word() -> None:
+            nonlocal used, current
+            if used and used + space + word_width > room:
+                end_line()
+            elif space and used:
+                if word[0][1] != current and current:
+                    parts.append(RESET)
+                    current = ()
+                parts.append(" ")
+                used += 1
+            if word_width > room:  # longer than a line: folded
+                for text, style in word:
+                    for char in text:
+                        cells = width_of(char)
+                        if used + cells > room:
+                            end_line()
+                        if style != current:
+                            parts.append(sgr(style, color) if style else RESET)
+                            current = style
+                        parts.append(char)
+                        used += cells
+                return
+            for text, style in word:
+                if style != current:
+                    parts.append(sgr(style, color) if style else RESET)
+                    current = style
+                parts.append(text)
+            used += word_width
+
         for text, style in self.segments:
-            if text == "\n" and not style:
-                line.add_word(word, word_width, space)
-                word, word_width, space = [], 0, False
-                line.end()
+            if text == "\n" and not style:  # a hard break
+                if word:
+                    put_word()
+                    word, word_width, space = [], 0, False
+                end_line()
                 continue
             for piece in _WORDS.findall(text):
                 if piece[0].isspace():
-                    line.add_word(word, word_width, space)
-                    word, word_width = [], 0
+                    if word:
+                        put_word()
+                        word, word_width = [], 0
                     space = True
                 else:
                     word.append((piece, style))
-                    word_width += width_of(piece)
-        line.add_word(word, word_width, space)
-        line.end()
-
-
-class _Line:
-    """The line being filled; full lines go to the blocks' output."""
-
-    def __init__(self, blocks: _Blocks, color: bool) -> None:
-        self.blocks = blocks
-        self.color = color
-        self.parts: list[str] = []
-        self.width = 0
-        self.style: Style = ()
-        self.prefix = blocks.take_prefix()
-        self.room = blocks.width - width_of(self.prefix)
-
-    def add_word(self, word: list[tuple[str, Style]], width: int, space: bool) -> None:
-        if not word:
-            return
-        if self.width and self.width + int(space) + width > self.room:
-            self.end()
-        elif space and self.width:
-            self.put(" ", self.style if word[0][1] == self.style else ())
-            self.width += 1
-        if width > self.room:  # longer than a line: folded
-            for text, style in word:
-                for char in text:
-                    if self.width + width_of(char) > self.room:
-                        self.end()
-                    self.put(char, style)
-                    self.width += width_of(char)
-            return
-        for text, style in word:
-            self.put(text, style)
-        self.width += width
-
-    def put(self, text: str, style: Style) -> None:
-        if style != self.style:
-            self.parts.append(sgr(style, self.color) if style else RESET)
-            self.style = style
-        self.parts.append(text)
-
-    def end(self) -> None:
-        if self.style:
-            self.parts.append(RESET)
-            self.style = ()
-        if self.parts or self.width == 0:
-            self.blocks.out.append(self.prefix + "".join(self.parts) + "\n")
-        self.parts = []
-        self.width = 0
-        self.prefix = self.blocks.take_prefix()
-        self.room = self.blocks.width - width_of(self.prefix)
+                    word_width += len(piece) if piece.isascii() else width_of(piece)
+        if word:
+            put_word()
+        if parts or not used:
+            end_line()

@@ -9,9 +9,10 @@ answer. Any key that is not an answer asks again.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
+
+import msgspec
 
 from codecoder.cli.tui import describe
 from codecoder.cli.tui.diffs import Diff, proposed
@@ -32,16 +33,16 @@ CHOICES: tuple[tuple[str, str, Decision], ...] = (
 UNTRUSTED = "(saved now; in later sessions it applies once you /trust this folder)"
 
 
-@dataclass
-class Question:
+class Question(msgspec.Struct):
     event: ConfirmRequest | AskUser
-    shown_at: float = field(default_factory=time.monotonic)
+    shown_at: float = msgspec.field(default_factory=time.monotonic)
     mode: Literal["menu", "message", "answer", "gitignore"] = "menu"
     complaint: str = ""
     diff: Diff | None = None
     approves: list[str] | None = None
     """The lines saying what a confirmation approves (worked out on the pump thread)."""
-    _armed: bool = False
+    settled: bool = False
+    """It has taken keys once (the user stopped typing): it goes on taking them."""
 
     @property
     def confirm(self) -> bool:
@@ -49,9 +50,9 @@ class Question:
 
     def armed(self, last_key: float, now: float) -> bool:
         """Once the user stopped typing after it appeared; then for good."""
-        if not self._armed:
-            self._armed = now - self.shown_at >= ARM_AFTER and now - last_key >= ARM_AFTER
-        return self._armed
+        if not self.settled:
+            self.settled = now - self.shown_at >= ARM_AFTER and now - last_key >= ARM_AFTER
+        return self.settled
 
     def choose(self, key: str) -> Decision | Literal["message"] | None:
         """The decision a menu key stands for; None for a key that is not one."""

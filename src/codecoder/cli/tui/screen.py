@@ -18,13 +18,12 @@ run_in_terminal does, and the terminal would echo keys typed at that moment).
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any
 
 from prompt_toolkit.application import Application
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.filters import Condition, has_focus
-from prompt_toolkit.formatted_text import ANSI, FormattedText
+from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.keys import Keys
 from prompt_toolkit.layout import (
@@ -44,7 +43,7 @@ from prompt_toolkit.output import ColorDepth
 from prompt_toolkit.styles import Style
 
 from codecoder.cli.tui.input import InputCompleter, history
-from codecoder.cli.tui.text import MARK
+from codecoder.cli.tui.text import MARK, fragments
 
 if TYPE_CHECKING:
     from codecoder.cli.tui.app import Client
@@ -104,6 +103,7 @@ class Screen:
         )
         self.app.key_processor.after_key_press += lambda _: client.typed()
         self._oflag: bool | None = None
+        self._live_cache: tuple[str, list[tuple[str, str]]] = ("", [])
 
     # --- printing above ------------------------------------------------------------------
 
@@ -111,10 +111,11 @@ class Screen:
         if not text:
             return
         app = self.app
-        if not app.is_running:
-            os.write(1, text.encode("utf-8", "replace"))
-            return
         output = app.output
+        if not app.is_running:  # before the Application starts, or after it ended
+            output.write_raw(text)
+            output.flush()
+            return
         output.write_raw(SYNC_START)
         app.renderer.erase(leave_alternate_screen=False)
         if self._oflag is None:
@@ -198,8 +199,11 @@ class Screen:
         return FloatContainer(body, floats=[menu])
 
     def _live(self) -> Any:
-        text = self.client.live_text(self.rows - 4, self.columns)
-        return ANSI(text) if text else ""
+        rows = self.rows
+        text = self.client.live_text(max(4, min(rows - 8, rows // 2)), self.columns)
+        if text != self._live_cache[0]:
+            self._live_cache = (text, fragments(text))
+        return self._live_cache[1]
 
     def _question(self) -> Any:
         return FormattedText(self.client.question_fragments())

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
+
+import msgspec
 
 if TYPE_CHECKING:
     from codecoder.cli.tui.backend import Backend
@@ -50,12 +51,13 @@ class Host(Protocol):
 
     def usage_text(self) -> str: ...
 
+    def run_plan(self, arguments: str) -> None: ...
+
 
 Run = Callable[[Host, str], None]
 
 
-@dataclass(frozen=True)
-class SlashCommand:
+class SlashCommand(msgspec.Struct, frozen=True):
     name: str
     summary: str
     run: Run

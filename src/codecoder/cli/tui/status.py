@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from codecoder.cli.tui.text import width_of
 from codecoder.kernel.events import Usage
@@ -18,8 +18,7 @@ def tokens(count: int) -> str:
     return f"{count / 1_000_000:.1f}M"
 
 
-@dataclass
-class Stats:
+class Stats(msgspec.Struct):
     """Usage of the session: what the store had when it was opened, plus this run's."""
 
     input_tokens: int = 0

@@ -4,23 +4,23 @@ quadratic, and the screen never redraws what has not changed).
 
 Pure text in, pieces out: no rendering library here. A block settles at a blank line
 once the next non-blank line shows the block is over (an indented line continues a list
-item or a quote), and a fenced code block settles at its closing fence. A code block
-that keeps growing is handed out in runs of lines (`Code` pieces), so a 2,000-line file
-in an answer is never rendered again and again either.
+item or a quote). A fenced code block is handed out as `Code` (its lines, not Markdown:
+it needs no Markdown parser) at its closing fence, and in runs of lines while it keeps
+growing, so a 2,000-line file in an answer is never rendered again and again either.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+
+import msgspec
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
-CODE_RUN = 40
+CODE_RUN = 20
 """Lines of an open code block handed out at once."""
 
 
-@dataclass(frozen=True)
-class Block:
+class Block(msgspec.Struct, frozen=True):
     """Markdown source of one settled block; `gap`: a blank line separates it from the
     block before (a code run continuing the same fence has none)."""
 
@@ -28,8 +28,7 @@ class Block:
     gap: bool = True
 
 
-@dataclass(frozen=True)
-class Code:
+class Code(msgspec.Struct, frozen=True):
     """Lines of a fenced code block that is still open, settled early."""
 
     lines: tuple[str, ...]
@@ -40,18 +39,18 @@ class Code:
 Piece = Block | Code
 
 
-@dataclass
-class MarkdownStream:
+class MarkdownStream(msgspec.Struct):
     """Feed text as it streams; `feed` returns the pieces that settled, `open_source`
     is what is still open (rendered again at each frame)."""
 
-    _lines: list[str] = field(default_factory=list)
+    _lines: list[str] = msgspec.field(default_factory=list)
     """Complete lines of the open block."""
     _partial: str = ""
     """The line being streamed (no newline yet)."""
     _fence: str | None = None
     _language: str = ""
     _fence_head: str = ""
+    _indent: int = 0
     _continued: bool = False
     """The open fence already handed out lines (its next piece has no gap)."""
     _blank_seen: bool = False
@@ -85,7 +84,7 @@ class MarkdownStream:
     def open_source(self) -> str:
         """The open block's Markdown (with the line still streaming)."""
         lines = self._lines + ([self._partial] if self._partial else [])
-        if self._fence is not None and self._continued:
+        if self._fence is not None:
             lines = [self._fence_head, *lines]
         return "\n".join(lines)
 
@@ -109,47 +108,48 @@ class MarkdownStream:
             self._lines.append("")  # the blank line inside a list item or quote
         self._blank_seen = False
         fence = _FENCE.match(line)
-        if fence is not None:
-            if self._lines:
-                self._settle(pieces)  # the paragraph before the fence
-            self._fence = fence.group(1)
-            self._language = fence.group(2).strip().split(" ")[0] if fence.group(2) else ""
-            self._fence_head = line
-        self._lines.append(line)
+        if fence is None:
+            self._lines.append(line)
+            return
+        self._settle(pieces)  # what came before the fence
+        self._fence = fence.group(1)
+        self._language = fence.group(2).strip().split(" ")[0] if fence.group(2) else ""
+        self._fence_head = line
+        self._indent = len(line) - len(line.lstrip(" "))
 
     def _in_fence(self, line: str, pieces: list[Piece]) -> None:
         fence = self._fence or ""
         stripped = line.strip()
-        closes = (
+        if (
             stripped.startswith(fence[0] * len(fence))
             and not stripped.strip(fence[0])
             and len(line) - len(line.lstrip(" ")) < 4
-        )
-        self._lines.append(line)
-        if closes:
-            self._settle(pieces)
+        ):
+            self._settle(pieces)  # the closing fence
             return
-        body = len(self._lines) - (0 if self._continued else 1)
-        if body >= CODE_RUN:
-            run = self._lines if self._continued else self._lines[1:]
-            gap = not self._continued and self._settled_any
-            pieces.append(Code(tuple(run), self._language, gap))
-            self._settled_any = True
+        if self._indent:  # a fence indented by n spaces takes n spaces off its lines
+            line = line[min(self._indent, len(line) - len(line.lstrip(" "))) :]
+        self._lines.append(line)
+        if len(self._lines) >= CODE_RUN:
+            self._emit_code(pieces)
             self._continued = True
-            self._lines = []
+
+    def _emit_code(self, pieces: list[Piece]) -> None:
+        if self._lines:
+            gap = not self._continued and self._settled_any
+            pieces.append(Code(tuple(self._lines), self._language, gap))
+            self._settled_any = True
+        self._lines = []
 
     def _settle(self, pieces: list[Piece]) -> None:
         self._blank_seen = False
+        if self._fence is not None:
+            self._emit_code(pieces)
+            self._fence = None
+            self._continued = False
+            return
         if not self._lines:
             return
-        lines = self._lines
-        if self._fence is not None and self._continued:
-            closing_only = len(lines) == 1 and _FENCE.match(lines[0]) is not None
-            if not closing_only:
-                pieces.append(Block("\n".join([self._fence_head, *lines]), gap=False))
-        else:
-            pieces.append(Block("\n".join(lines), gap=self._settled_any))
+        pieces.append(Block("\n".join(self._lines), gap=self._settled_any))
         self._settled_any = True
         self._lines = []
-        self._fence = None
-        self._continued = False

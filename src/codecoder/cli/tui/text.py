@@ -3,7 +3,8 @@ styles that honour NO_COLOR (bold, dim, italic and underline stay; colours go)."
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from functools import lru_cache
 
 RESET = "\x1b[0m"
 MARK = "\u203a"
@@ -52,7 +53,8 @@ def _is_colour(code: str) -> bool:
     return code[:1] in ("3", "4", "9") and code not in ("3", "4", "9")
 
 
-def sgr(codes: Iterable[str], color: bool) -> str:
+@lru_cache(maxsize=256)
+def sgr(codes: tuple[str, ...], color: bool) -> str:
     """The escape that sets exactly `codes` (after a reset)."""
     kept = [c for c in codes if color or not _is_colour(c)]
     return f"\x1b[0;{';'.join(kept)}m" if kept else RESET
@@ -62,7 +64,7 @@ def styled(text: str, *names: str, color: bool = True) -> str:
     """`text` (already safe) in the named styles, then reset."""
     if not names:
         return text
-    codes = [STYLES[name] for name in names]
+    codes = tuple(STYLES[name] for name in names)
     start = sgr(codes, color)
     return text if start == RESET else f"{start}{text}{RESET}"
 
@@ -82,3 +84,68 @@ def cut(text: str, cells: int) -> str:
         out.append(char)
         used += w
     return "".join(out) + "…"
+
+
+_SGR = re.compile(r"\x1b\[([0-9;]*)m")
+_ANSI_NAMES = (
+    "black",
+    "red",
+    "green",
+    "yellow",
+    "blue",
+    "magenta",
+    "cyan",
+    "gray",
+)
+_FLAGS = {"1": "bold", "2": "dim", "3": "italic", "4": "underline", "9": "strike"}
+_OFF = {"22": ("bold", "dim"), "23": ("italic",), "24": ("underline",), "29": ("strike",)}
+
+
+def _colour(code: int) -> str:
+    if 30 <= code <= 37:
+        return f"fg:ansi{_ANSI_NAMES[code - 30]}" if code != 37 else "fg:ansiwhite"
+    name = _ANSI_NAMES[code - 90]
+    return "fg:ansibright" + name if name != "gray" else "fg:ansiwhite"
+
+
+def fragments(text: str) -> list[tuple[str, str]]:
+    """ANSI text (our SGR styles) as prompt_toolkit (style, text) fragments, one per run
+    of a style: prompt_toolkit's own ANSI parser makes one per character, and its
+    layout then splits them again at every redraw."""
+    out: list[tuple[str, str]] = []
+    flags: dict[str, bool] = {}
+    colour = ""
+    style = ""
+    position = 0
+    for match in _SGR.finditer(text):
+        if match.start() > position:
+            out.append((style, text[position : match.start()]))
+        position = match.end()
+        codes = match.group(1).split(";") if match.group(1) else ["0"]
+        index = 0
+        while index < len(codes):
+            code = codes[index]
+            if code in ("0", ""):
+                flags, colour = {}, ""
+            elif code in _FLAGS:
+                flags[_FLAGS[code]] = True
+            elif code in _OFF:
+                for name in _OFF[code]:
+                    flags.pop(name, None)
+            elif code == "39":
+                colour = ""
+            elif code == "38" and index + 2 < len(codes) and codes[index + 1] == "5":
+                number = int(codes[index + 2] or 0)
+                colour = _colour(30 + number if number < 8 else 82 + number) if number < 16 else ""
+                index += 2
+            elif code == "38" and index + 4 < len(codes) and codes[index + 1] == "2":
+                r, g, b = (int(c or 0) for c in codes[index + 2 : index + 5])
+                colour = f"fg:#{r:02x}{g:02x}{b:02x}"
+                index += 4
+            elif code.isdigit() and (30 <= int(code) <= 37 or 90 <= int(code) <= 97):
+                colour = _colour(int(code))
+            index += 1
+        style = " ".join([*flags, colour]).strip()
+    if position < len(text):
+        out.append((style, text[position:]))
+    return out

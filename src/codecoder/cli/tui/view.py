@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from codecoder.cli.tui import describe
 from codecoder.cli.tui.diffs import SHOWN_LINES, Diff
@@ -48,22 +49,20 @@ _SILENT_TOOLS = ("todo_write",)
 """Tools whose result shows in its own way (the checklist): no line of their own."""
 
 
-@dataclass
-class _Tool:
+class _Tool(msgspec.Struct):
     id: str
     name: str
     args: dict[str, Any]
     started: float
-    tail: deque[str] = field(default_factory=lambda: deque(maxlen=TAIL_LINES))
+    tail: deque[str] = msgspec.field(default_factory=lambda: deque(maxlen=TAIL_LINES))
     partial: str = ""
     lines: int = 0
-    output: list[str] = field(default_factory=list)
+    output: list[str] = msgspec.field(default_factory=list)
     kept: int = 0
     streamed: bool = False
 
 
-@dataclass
-class _Child:
+class _Child(msgspec.Struct):
     """A sub-agent, nested under the agent call that started it."""
 
     id: str
@@ -72,8 +71,7 @@ class _Child:
     state: str = "running"
 
 
-@dataclass
-class Output:
+class Output(msgspec.Struct):
     """The full output of the last command (Ctrl+O)."""
 
     title: str
