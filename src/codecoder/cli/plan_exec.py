@@ -39,7 +39,7 @@ from codecoder.sessions.errors import SessionError
 if TYPE_CHECKING:
     from codecoder.app.wiring import AgentSetup
     from codecoder.cli.commands import ExecOptions
-    from codecoder.plan.runner import CommandRunner, PlanRunner
+    from codecoder.plan.runner import PlanRunner
     from codecoder.plan.spec import Plan
     from codecoder.sessions.records import PlanRunInfo
 
@@ -119,6 +119,7 @@ class _PlanFace(_Runner):
         self.gate_failure: GateFinished | None = None
 
     def run_plan(self, earlier: PlanRunInfo | None) -> int:
+        from codecoder.plan.gates import gate_runner
         from codecoder.plan.progress import StoreProgress, begin_run
         from codecoder.plan.runner import TRACE_NAME, PlanRunner
 
@@ -132,7 +133,7 @@ class _PlanFace(_Runner):
         runner = PlanRunner(
             self.plan,
             handle,
-            _gate_runner(setup),
+            gate_runner(setup.manager, setup.sandbox),
             workspace,
             progress=StoreProgress(store, run_id, setup.log),
             first_turn=setup.first_turn,
@@ -274,16 +275,6 @@ class _PlanFace(_Runner):
                 line += f": gate {gate.index + 1}, `{gate.command}`, {words}"
             return line
         return "the plan failed"
-
-
-def _gate_runner(setup: AgentSetup) -> CommandRunner:
-    """Gates run where the model's commands run: the session's process manager, in the
-    sandbox mode its commands get (plan/gates.py)."""
-    if setup.sandbox is None:
-        return setup.manager
-    from codecoder.plan.gates import ConfinedGates
-
-    return ConfinedGates(setup.manager, setup.sandbox)
 
 
 def _attempts(count: int) -> str:

@@ -16,8 +16,15 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from codecoder.kernel.cancel import CancelToken
+    from codecoder.plan.runner import CommandRunner
     from codecoder.sandbox.runtime import Sandbox
     from codecoder.tools.process import CommandOutcome, ProcessManager
+
+
+def gate_runner(manager: ProcessManager, sandbox: Sandbox | None) -> CommandRunner:
+    """Where a session's gates run: its process manager, in the sandbox mode its
+    commands get (the manager itself when the session has no sandbox)."""
+    return manager if sandbox is None else ConfinedGates(manager, sandbox)
 
 
 class ConfinedGates:

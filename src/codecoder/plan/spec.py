@@ -58,14 +58,16 @@ class Plan(msgspec.Struct, frozen=True):
     gate_timeout: float = DEFAULT_GATE_TIMEOUT
 
 
-def load_plan(path: str | Path) -> Plan:
-    """Read and check a plan file; PlanError says what is wrong and where."""
+def load_plan(path: str | Path, *, source: str | None = None) -> Plan:
+    """Read and check a plan file; PlanError says what is wrong and where, naming the
+    file as `source` (default: `path` as given)."""
     file = Path(path).expanduser()
+    shown = source if source is not None else str(path)
     try:
         data = file.read_bytes()
     except OSError as exc:
-        raise PlanError(f"{path}: {exc.strerror or exc}") from None
-    return parse_plan(data, str(path), resolved=str(file.resolve()))
+        raise PlanError(f"{shown}: {exc.strerror or exc}") from None
+    return parse_plan(data, shown, resolved=str(file.resolve()))
 
 
 def parse_plan(data: bytes, source: str, *, resolved: str | None = None) -> Plan:
