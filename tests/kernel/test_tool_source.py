@@ -168,3 +168,22 @@ def test_specs_are_rebuilt_only_when_the_source_offers_something_new(tmp_path: P
     assert source.asked == 4
     assert first.reads == 2  # at the first request, and when mcp__s__y arrived
     assert provider.offered[-1] == ["mcp__s__x", "mcp__s__y"]
+
+
+def test_the_source_is_asked_after_the_system_prompt(tmp_path: Path) -> None:
+    """A source may start work of its own when first asked (MCP servers do): by then the
+    request's costly part, the system prompt, is built."""
+    order: list[str] = []
+
+    class Prompt:
+        def system_prompt(self) -> str:
+            order.append("prompt")
+            return "p"
+
+    class Asked(Source):
+        def tools(self) -> Sequence[Tool]:
+            order.append("tools")
+            return super().tools()
+
+    run(AgentLoop(Recording([["ok"]]), [], tmp_path, prompt=Prompt(), tool_source=Asked()))
+    assert order == ["prompt", "tools"]

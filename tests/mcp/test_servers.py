@@ -18,7 +18,7 @@ from codecoder.kernel.cancel import Cancelled, CancelToken
 from codecoder.kernel.events import AgentEvent, StatusUpdate, ToolOutput
 from codecoder.kernel.ports import ToolContext
 from codecoder.mcp import cache
-from codecoder.mcp.config import ServerSpec
+from codecoder.mcp.config import Selection, ServerSpec
 from codecoder.mcp.manager import MAX_RESTARTS, McpManager
 from codecoder.mcp.tools import McpTool
 from tests.mcp.conftest import HttpServer, Managers, spec, time_spec, wait_for
@@ -288,3 +288,27 @@ def test_include_and_exclude_filter_the_tools(managers: Managers) -> None:
     assert [t.name for t in only.tools()] == ["mcp__time__convert_time"]
     without = managers(time_spec(exclude=("convert_time",)))
     assert [t.name for t in without.tools()] == ["mcp__time__get_current_time"]
+
+
+def test_a_deferred_start_begins_at_the_first_request(managers: Managers) -> None:
+    """build_agent defers: nothing runs (no thread, no process) until the loop first asks
+    for tools, as its first request is about to go."""
+    manager = McpManager(Selection(servers=(time_spec(),)), tap=managers.tap)
+    managers.started.append(manager)
+    manager.start(now=False)
+    assert "mcp-loop" not in {thread.name for thread in threading.enumerate()}
+    assert manager.statuses()[0].pid is None
+    manager.tools()  # what the agent loop asks before its first request
+    assert wait_for(lambda: manager.statuses()[0].pid is not None)
+    manager.wait_settled(30)
+    assert manager.statuses()[0].status == "ready"
+
+
+def test_closing_before_the_first_request_starts_nothing(managers: Managers) -> None:
+    manager = McpManager(Selection(servers=(time_spec(),)))
+    managers.started.append(manager)
+    manager.start(now=False)
+    manager.close()
+    manager.tools()  # a request after the end starts nothing
+    assert manager.statuses()[0].pid is None
+    assert "mcp-loop" not in {thread.name for thread in threading.enumerate()}

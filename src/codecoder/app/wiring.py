@@ -162,13 +162,14 @@ def _mcp_servers(
 
 
 def _start_mcp(selection: Selection | None) -> McpManager | None:
-    """The servers start in the background: the first turn never waits for them."""
+    """The servers start in the background as the session's first request goes (their
+    start-up never competes with building it), and the first turn never waits for them."""
     if selection is None:
         return None
     from codecoder.mcp.manager import McpManager
 
     manager = McpManager(selection)
-    manager.start()
+    manager.start(now=False)
     return manager
 
 

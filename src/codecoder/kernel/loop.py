@@ -303,12 +303,9 @@ class AgentLoop:
             self._journal.ended(self.turn, None)
 
     def _request(self) -> ProviderRequest:
-        self._take_up_tools()
-        return ProviderRequest(
-            system=self._prompt.system_prompt(),
-            messages=tuple(self._messages),
-            tools=self._specs,
-        )
+        system = self._prompt.system_prompt()
+        self._take_up_tools()  # last: a source may start its own work when first asked
+        return ProviderRequest(system=system, messages=tuple(self._messages), tools=self._specs)
 
     def _take_up_tools(self) -> None:
         """The source's tools join the fixed ones (a fixed tool keeps its name) when the

@@ -177,7 +177,8 @@ class ToolSource(Protocol):
 
     def tools(self) -> Sequence[Tool]:
         """The tools to offer now: the same object while nothing changed, so the loop
-        rebuilds its specs only when this returns something new."""
+        rebuilds its specs only when this returns something new. Asked last while a
+        request is built (after the system prompt)."""
         ...
 
     def notices(self) -> Sequence[StatusUpdate]:

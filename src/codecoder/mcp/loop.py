@@ -30,7 +30,6 @@ class LoopThread:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._started = threading.Event()
-        self._ended = False
         self.error: BaseException | None = None
         """What `main` raised, if it did (the manager reports it)."""
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -53,10 +52,12 @@ class LoopThread:
             self.error = exc
         finally:
             with self._lock:
-                self._loop, self._ended = None, True
+                self._loop = None
             self._started.set()
 
     def _running_loop(self) -> asyncio.AbstractEventLoop:
+        if self._thread.ident is None:
+            raise LoopClosed("the MCP event loop was never started")
         self._started.wait()
         with self._lock:
             if self._loop is None:

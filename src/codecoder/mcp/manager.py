@@ -138,12 +138,15 @@ class Slot:
     # --- kernel side (called with `cond` held) -------------------------------------------
 
     def launch(self) -> None:
-        """Start a new run (its reports carry the new generation)."""
+        """Start a new run (its reports carry the new generation); none once closing."""
+        if self._manager.closing:
+            self.status, self.detail = "stopped", "the session ended before it started"
+            return
         self.generation += 1
         self.status, self.detail, self.pid, self.connection = "starting", "", None, None
         self._tail.clear()
         self._over, self._stop_requested = None, False
-        self._manager.loop.call(self._manager.begin, self, self.generation)
+        self._manager.loop.call(self._manager.run_on_loop, self, self.generation)
 
     def request_stop(self) -> None:
         """End the current run (through the loop: the run's event lives there)."""
@@ -285,10 +288,14 @@ class McpManager:
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed_event: asyncio.Event | None = None
         self._started = False
+        self._deferred = False
 
     # --- ToolSource ----------------------------------------------------------------------
 
     def tools(self) -> Sequence[McpTool]:
+        """The tools to offer; the first call starts servers deferred by `start`."""
+        if self._deferred:
+            self.begin()
         return self._offered
 
     def notices(self) -> Sequence[StatusUpdate]:
@@ -298,8 +305,11 @@ class McpManager:
 
     # --- life ----------------------------------------------------------------------------
 
-    def start(self) -> None:
-        """Offer the cached tools, and start every server in the background."""
+    def start(self, *, now: bool = True) -> None:
+        """Offer the cached tools, and start every server in the background: now, or
+        (`now` False) at the first `tools()`, which the loop asks as the session's first
+        request is about to go: the servers' start-up (a second of CPU and more) then runs
+        while the model thinks, not while that request is built and sent."""
         for spec, why in self.selection.left_out:
             if why.startswith("project server"):
                 self.notice(f"MCP server {spec.name} not started: {why}")
@@ -312,7 +322,16 @@ class McpManager:
         self.tools_changed()
         if not self._slots:
             return
-        self._started = True
+        self._deferred = True
+        if now:
+            self.begin()
+
+    def begin(self) -> None:
+        """Start the servers now if `start` deferred them (once; never after `close`)."""
+        with self._lock:
+            if not self._deferred or self.closing:
+                return
+            self._deferred, self._started = False, True
         self.loop.start()
         for slot in self._slots.values():
             with slot.cond:
@@ -334,7 +353,8 @@ class McpManager:
                     with contextlib.suppress(ProcessLookupError, PermissionError):
                         os.killpg(slot.pid, signal.SIGKILL)
                 graceful = graceful or slot.status == "ready"
-                slot.request_stop()
+                if self._started:
+                    slot.request_stop()
                 slot.cond.notify_all()  # calls waiting for it see `closing`
         if self._started:
             self.loop.call(self._wake_main)
@@ -360,6 +380,7 @@ class McpManager:
 
     def wait_settled(self, timeout: float) -> None:
         """Wait until no server is starting (or `timeout`): for `codecoder mcp list`."""
+        self.begin()
         deadline = time.monotonic() + timeout
         for slot in self._slots.values():
             with slot.cond:
@@ -372,6 +393,7 @@ class McpManager:
         """Run `tool` on its server: wait for it if it is starting, restart it if it died
         (MAX_RESTARTS), return at once on cancel (raising Cancelled)."""
         slot = self._slots[tool.server]
+        self.begin()
         ready = self._ready(slot, ctx)
         if isinstance(ready, str):
             return tool_result(ctx.call_id, ready, "error")
@@ -505,7 +527,7 @@ class McpManager:
         if self._closed_event is not None:
             self._closed_event.set()
 
-    def begin(self, slot: Slot, generation: int) -> None:
+    def run_on_loop(self, slot: Slot, generation: int) -> None:
         """(loop) Start a run of `slot` as a task of its own."""
         import asyncio
 
