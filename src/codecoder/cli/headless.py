@@ -39,6 +39,7 @@ from codecoder.kernel.events import (
     Error,
     NewToken,
     StatusUpdate,
+    Steered,
     Subagent,
     ToolFinished,
     ToolStarted,
@@ -131,7 +132,10 @@ class _Runner:
         if stdin_replies:
             from codecoder.cli.replies import StdinReplies
 
-            self.replies = StdinReplies(sys.stdin)
+            self.replies = StdinReplies(sys.stdin, on_steer=self._steer)
+        self._steer_lock = threading.Lock()
+        self._early_steers: list[str] = []
+        self._turns_left = 1
 
     def run(self, task: str) -> int:
         handle = self.setup.loop.start()
@@ -143,6 +147,10 @@ class _Runner:
             if self.setup.log is not None:
                 self.setup.log.begin_turn()
             handle.send(task)
+            with self._steer_lock:
+                early, self._early_steers = self._early_steers, []
+            for text in early:  # steers read before the turn began join it
+                handle.steer(text)
             done = self._consume(handle)
         finally:
             signals.close()
@@ -160,8 +168,15 @@ class _Runner:
             if event is None:
                 raise RuntimeError("the agent stopped before the turn ended")
             self._show(event)
+            if isinstance(event, Steered) and event.next_turn:
+                self._turns_left += 1  # a steer too late for its turn is the next turn
+                if self.setup.log is not None:
+                    self.setup.log.begin_turn()
             if isinstance(event, Done):
-                return event
+                self._turns_left -= 1
+                if self._turns_left == 0 or event.cancelled:
+                    return event
+                self.turn += 1
 
     def _show(self, event: AgentEvent) -> None:
         inner = event
@@ -188,6 +203,17 @@ class _Runner:
         elif isinstance(event, StatusUpdate) and event.status == "retrying":
             _progress(f"retrying {event.detail}")  # "retrying in 2.0 s (attempt 2 of 6): …"
         elif isinstance(event, Subagent):
+            return
+
+    def _steer(self, text: str) -> None:
+        """A `{"type": "steer"}` line (on the stdin-replies thread)."""
+        with self._steer_lock:
+            if self.handle is None:
+                self._early_steers.append(text)
+                return
+        try:
+            self.handle.steer(text)
+        except AgentClosed:
             return
 
     def _question(self, event: ConfirmRequest | AskUser) -> None:

@@ -11,7 +11,7 @@ fields; tests/cli/test_jsonl.py checks that table against these structs.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -27,6 +27,7 @@ from codecoder.kernel.events import (
     NewReasoning,
     NewToken,
     StatusUpdate,
+    Steered,
     Subagent,
     TodoItem,
     TodoUpdated,
@@ -136,6 +137,12 @@ class SubagentLine(_Turned, frozen=True, tag="subagent"):
     event: EventLine
 
 
+class SteeredLine(_Turned, frozen=True, tag="steered"):
+    text: str
+    next_turn: bool
+    by: Literal["user", "hook"]
+
+
 class DoneLine(_Turned, frozen=True, tag="done"):
     cancelled: bool
     reason: DoneReason
@@ -155,6 +162,7 @@ EventLine = (
     | TodoUpdatedLine
     | ErrorLine
     | SubagentLine
+    | SteeredLine
     | DoneLine
 )
 
@@ -258,6 +266,7 @@ _SAME_FIELDS: dict[type, type[_Turned]] = {
     TodoUpdated: TodoUpdatedLine,
     Error: ErrorLine,
     Done: DoneLine,
+    Steered: SteeredLine,
 }
 """Events whose line has exactly their fields (and `turn`)."""
 

@@ -18,6 +18,7 @@ from codecoder.kernel.events import (
     NewReasoning,
     NewToken,
     StatusUpdate,
+    Steered,
     Subagent,
     TodoUpdated,
     ToolFinished,
@@ -129,6 +130,11 @@ class Renderer:
         if event.status in ("retrying", "compact", "max_tokens", "sandbox", "mcp"):
             self._enter("idle")
             self._write(self.style(f"[{event.status}] {event.detail}", "yellow") + "\n")
+
+    def _on_Steered(self, event: Steered) -> None:
+        self._enter("idle")
+        when = "the next turn" if event.next_turn else "this turn"
+        self._write(self.style(f"↳ for {when}: {event.text}", "dim") + "\n")
 
     def _on_ConfirmRequest(self, event: ConfirmRequest) -> None:
         self._enter("idle")

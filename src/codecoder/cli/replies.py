@@ -1,16 +1,18 @@
 """Answers to the agent's questions read from standard input (`exec --stdin-replies`).
 
 One JSON object per line: `{"type": "reply", "request_id": …, "decision": "allow_once |
-allow_session | allow_project | deny | deny_session", "message": …}` for a ConfirmRequest, and
-`{"type": "reply", "request_id": …, "answer": …}` for an AskUser. Each answer goes into
-the oneshot that travelled with the question; EOF means deny (and no answer) for every
-question still open and every later one.
+allow_session | allow_project | deny | deny_session", "message": …}` for a ConfirmRequest,
+`{"type": "reply", "request_id": …, "answer": …}` for an AskUser, and `{"type": "steer",
+"text": …}` to steer the running turn. Each answer goes into the oneshot that travelled
+with the question; EOF means deny (and no answer) for every question still open and
+every later one.
 """
 
 from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Callable
 from typing import IO, Any, get_args
 
 import msgspec
@@ -23,8 +25,9 @@ EOF_ANSWER = "(no answer: standard input closed)"
 
 
 class StdinReplies:
-    def __init__(self, stream: IO[str]) -> None:
+    def __init__(self, stream: IO[str], on_steer: Callable[[str], object] | None = None) -> None:
         self._stream = stream
+        self._on_steer = on_steer
         self._lock = threading.Lock()
         self._open: dict[str, tuple[Oneshot[Any], bool]] = {}
         self._early: dict[str, dict[str, Any]] = {}
@@ -48,8 +51,12 @@ class StdinReplies:
                 continue
             try:
                 record = msgspec.json.decode(line)
+                if record.get("type") == "steer" and isinstance(record.get("text"), str):
+                    if self._on_steer is not None:
+                        self._on_steer(record["text"])
+                    continue
                 request_id = str(record["request_id"])
-            except (msgspec.DecodeError, KeyError, TypeError):
+            except (msgspec.DecodeError, KeyError, TypeError, AttributeError):
                 print(
                     f"codecoder: ignored a malformed reply line: {line.strip()[:120]}",
                     file=sys.stderr,
@@ -75,7 +82,9 @@ def _answer(reply: Oneshot[Any], confirm: bool, record: dict[str, Any] | None) -
         if decision not in _DECISIONS:
             decision = "deny"
         message = record.get("message") if record else "standard input closed"
-        reply.send(ConfirmReply(decision, message if isinstance(message, str) else None))
+        reply.send(
+            ConfirmReply(decision, message if isinstance(message, str) else None), by="stdin"
+        )
     else:
         answer = record.get("answer") if record else None
-        reply.send(answer if isinstance(answer, str) else EOF_ANSWER)
+        reply.send(answer if isinstance(answer, str) else EOF_ANSWER, by="stdin")

@@ -20,6 +20,7 @@ from codecoder.kernel.events import (
     DoneReason,
     NewReasoning,
     NewToken,
+    Steered,
     TodoUpdated,
     ToolFinished,
     ToolOutput,
@@ -208,6 +209,8 @@ class ToolCalls:
             return [self._finished(event)]
         if isinstance(event, TodoUpdated):
             return [plan(event)]
+        if isinstance(event, Steered) and not event.next_turn:
+            return [_chunk("user_message_chunk", event.text)]  # it joined the turn
         return []
 
     def _finished(self, event: ToolFinished) -> dict[str, Any]:

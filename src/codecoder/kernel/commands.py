@@ -17,9 +17,18 @@ class ProcessMessage(msgspec.Struct, frozen=True, tag="process_message", tag_fie
     message: Message
 
 
+class Steer(msgspec.Struct, frozen=True, tag="steer", tag_field="type"):
+    """Redirect the running turn without stopping it: the message joins the turn at its
+    next round boundary (after the running tool call, before the next request), as a
+    user message, answered by Steered. With no turn running, or when the turn ends
+    before a boundary, it becomes the next turn's message (Steered{next_turn: true})."""
+
+    message: Message
+
+
 class Cancel(msgspec.Struct, frozen=True, tag="cancel", tag_field="type"):
-    """Stop the running turn and any message queued behind it (Ctrl+C stops everything
-    the user asked for so far). Answered by Done{cancelled: true, reason: "cancelled"}
+    """Stop the running turn, any message queued behind it and any steer not yet taken
+    (Ctrl+C stops everything the user asked for so far). Answered by Done{cancelled: true, reason: "cancelled"}
     for each of them; ignored when no turn runs."""
 
 
@@ -33,4 +42,4 @@ class Compact(msgspec.Struct, frozen=True, tag="compact", tag_field="type"):
     saying there was nothing to compact."""
 
 
-AgentCommand = ProcessMessage | Cancel | Shutdown | Compact
+AgentCommand = ProcessMessage | Steer | Cancel | Shutdown | Compact

@@ -131,6 +131,15 @@ class Done(msgspec.Struct, frozen=True, tag="done", tag_field="type"):
     reason: DoneReason
 
 
+class Steered(msgspec.Struct, frozen=True, tag="steered", tag_field="type"):
+    """A message joined the running turn (`next_turn`: it came too late and is the next
+    turn's message instead); `by`: `user` (a Steer) or `hook` (a stop hook said go on)."""
+
+    text: str
+    next_turn: bool = False
+    by: Literal["user", "hook"] = "user"
+
+
 class Subagent(msgspec.Struct, frozen=True, tag="subagent", tag_field="type"):
     """An event of a sub-agent, wrapped with its id on the parent's channel."""
 
@@ -164,4 +173,5 @@ AgentEvent = (
     | Done
     | Subagent
     | TodoUpdated
+    | Steered
 )

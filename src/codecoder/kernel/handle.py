@@ -14,9 +14,16 @@ from queue import Empty, SimpleQueue
 from typing import TYPE_CHECKING
 
 from codecoder.kernel.cancel import CancelToken
-from codecoder.kernel.commands import AgentCommand, Cancel, Compact, ProcessMessage, Shutdown
+from codecoder.kernel.commands import (
+    AgentCommand,
+    Cancel,
+    Compact,
+    ProcessMessage,
+    Shutdown,
+    Steer,
+)
 from codecoder.kernel.events import AgentEvent, Done
-from codecoder.kernel.messages import user_message
+from codecoder.kernel.messages import Message, user_message
 
 if TYPE_CHECKING:
     from codecoder.kernel.trace import Tracer
@@ -66,6 +73,8 @@ class AgentHandle:
         self._tracer = tracer
         self._lock = threading.Lock()
         self._pending: list[CancelToken] = []
+        self._turn_tokens: set[CancelToken] = set()
+        self._steers: list[Message] = []
         self._closed = False
         self._ended = False
 
@@ -79,6 +88,13 @@ class AgentHandle:
             if self._closed or not self._thread.is_alive():
                 raise AgentClosed("the agent has shut down")
             turn = self._turn()
+            if isinstance(command, Steer) and self._turn_tokens:
+                if self._tracer is not None:
+                    self._tracer.command(self.name, turn, command)
+                self._steers.append(command.message)  # the loop takes it at a boundary
+                return
+            if isinstance(command, Steer):  # no turn to join: it is the next message
+                command = ProcessMessage(command.message)
             if isinstance(command, ProcessMessage):
                 self._turns += 1
                 turn = self._turns
@@ -88,8 +104,11 @@ class AgentHandle:
             if isinstance(command, ProcessMessage | Compact):
                 token = parent.child() if parent is not None else CancelToken()
                 self._pending.append(token)
+                if isinstance(command, ProcessMessage):
+                    self._turn_tokens.add(token)
             elif isinstance(command, Cancel | Shutdown):
                 reason = "shutdown" if isinstance(command, Shutdown) else "cancelled"
+                self._steers.clear()  # what the user asked for so far stops: steers too
                 for pending in list(self._pending):
                     pending.cancel(reason)
                 if isinstance(command, Shutdown):
@@ -106,6 +125,15 @@ class AgentHandle:
     def compact(self) -> None:
         self.submit(Compact())
 
+    def steer(self, text: str) -> None:
+        self.submit(Steer(user_message(text)))
+
+    def take_steers(self) -> list[Message]:
+        """The steers waiting for the running turn (the loop, at a round boundary)."""
+        with self._lock:
+            taken, self._steers = self._steers, []
+        return taken
+
     def shutdown(self, timeout: float | None = 10.0) -> None:
         """Stop the running turn, end the agent thread and wait for it."""
         with self._lock:
@@ -114,12 +142,25 @@ class AgentHandle:
             self.submit(Shutdown())
         self._thread.join(timeout)
 
-    def turn_finished(self, token: CancelToken) -> None:
-        """Called by the loop when a turn's Done is out: a later Cancel leaves it alone."""
+    def turn_finished(self, token: CancelToken) -> list[Message]:
+        """Called by the loop before a turn's Done: a later Cancel leaves it alone. Steers
+        that came too late for the turn, with no other turn queued to take them, become
+        the next turn's message; returns them (the loop says so before Done)."""
         token.detach()
         with self._lock:
             if token in self._pending:
                 self._pending.remove(token)
+            self._turn_tokens.discard(token)
+            if not self._steers or self._turn_tokens or self._closed:
+                return []
+            late, self._steers = self._steers, []
+            message = user_message("\n\n".join(m.text for m in late))
+            self._turns += 1
+            follow = CancelToken()
+            self._pending.append(follow)
+            self._turn_tokens.add(follow)
+            self._commands.put(Envelope(ProcessMessage(message), follow, self._turns))
+        return late
 
     # --- events --------------------------------------------------------------------
 

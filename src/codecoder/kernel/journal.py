@@ -48,7 +48,14 @@ from codecoder.kernel.events import (
     ToolOutput,
     Usage,
 )
-from codecoder.kernel.messages import Message, Reasoning, Text, ToolCall, ToolResult
+from codecoder.kernel.messages import (
+    Message,
+    Reasoning,
+    Text,
+    ToolCall,
+    ToolResult,
+    user_message,
+)
 from codecoder.kernel.oneshot import Oneshot
 from codecoder.kernel.ports import (
     CompactedView,
@@ -60,6 +67,7 @@ from codecoder.kernel.ports import (
     ReasoningDelta,
     ReasoningDone,
     Stop,
+    StopGate,
     TextDelta,
     Tool,
     ToolCallDone,
@@ -97,6 +105,7 @@ class Start(_Entry, frozen=True, tag="start"):
     policy: bool
     compactor: bool
     source: bool
+    stop_gate: bool = False
 
 
 class Turn(_Entry, frozen=True, tag="turn"):
@@ -238,6 +247,20 @@ class Notices(_Entry, frozen=True, tag="notices"):
     notices: tuple[StatusUpdate, ...]
 
 
+class Steers(_Entry, frozen=True, tag="steers"):
+    """Steers the loop took at a round boundary, or (`next_turn`) turned into the next
+    turn's message when its turn ended first."""
+
+    texts: tuple[str, ...]
+    next_turn: bool = False
+
+
+class Stopped(_Entry, frozen=True, tag="stopped"):
+    """The stop gate's answer when the model ended the turn (None: let it end)."""
+
+    more: str | None = None
+
+
 class Closing(_Entry, frozen=True, tag="closing"):
     """The agent was shutting down when the cancelled turn ended."""
 
@@ -266,6 +289,8 @@ Entry = (
     | ToolRan
     | Offered
     | Notices
+    | Steers
+    | Stopped
     | Cancel
     | Closing
     | End
@@ -386,6 +411,13 @@ class Journal:
 
     def closing(self, closing: bool) -> bool:
         return closing
+
+    def steers(self, taken: list[Message], *, next_turn: bool = False) -> list[Message]:
+        """Steers taken at a boundary (or, `next_turn`, left for the next turn)."""
+        return taken
+
+    def stop(self, gate: StopGate, view: Sequence[Message], token: CancelToken) -> str | None:
+        return gate.stop(view, token)
 
     def emitted(self, event: AgentEvent) -> None:
         return None
@@ -653,6 +685,20 @@ class Recorder(Journal):
         if closing:
             self._pending.append(Closing())
         return closing
+
+    def steers(self, taken: list[Message], *, next_turn: bool = False) -> list[Message]:
+        if taken:
+            self._pending.append(Steers(tuple(m.text for m in taken), next_turn))
+        return taken
+
+    def stop(self, gate: StopGate, view: Sequence[Message], token: CancelToken) -> str | None:
+        try:
+            more = gate.stop(view, token)
+        except Cancelled:
+            self._note_cancel(token.reason)
+            raise
+        self._pending.append(Stopped(more))
+        return more
 
     def emitted(self, event: AgentEvent) -> None:
         with self._lock:
@@ -936,6 +982,20 @@ class Replayer(Journal):
 
     def closing(self, closing: bool) -> bool:
         return self._take_if(Closing) is not None
+
+    def steers(self, taken: list[Message], *, next_turn: bool = False) -> list[Message]:
+        entry = self._peek()
+        if isinstance(entry, Steers) and entry.next_turn == next_turn:
+            self._at += 1
+            return [user_message(text) for text in entry.texts]
+        return []
+
+    def stop(self, gate: StopGate, view: Sequence[Message], token: CancelToken) -> str | None:
+        entry = self._take_if(Cancel)
+        if entry is not None:
+            token.cancel(entry.reason)
+            raise Cancelled(entry.reason)
+        return self._take(Stopped, "the stop gate's answer").more
 
     def emitted(self, event: AgentEvent) -> None:
         self._digest.add(event)

@@ -32,6 +32,7 @@ from codecoder.kernel.events import (
     NewReasoning,
     NewToken,
     StatusUpdate,
+    Steered,
     ToolError,
     ToolFinished,
     ToolStarted,
@@ -39,7 +40,14 @@ from codecoder.kernel.events import (
 )
 from codecoder.kernel.handle import CLOSED, AgentHandle, Envelope
 from codecoder.kernel.journal import CANCELLED, END, LIVE, Journal, Start, StreamSource
-from codecoder.kernel.messages import Message, Text, ToolCall, ToolResult, tool_result
+from codecoder.kernel.messages import (
+    Message,
+    Text,
+    ToolCall,
+    ToolResult,
+    tool_result,
+    user_message,
+)
 from codecoder.kernel.oneshot import Oneshot
 from codecoder.kernel.ports import (
     CompactedView,
@@ -54,6 +62,7 @@ from codecoder.kernel.ports import (
     ReasoningDelta,
     ReasoningDone,
     Stop,
+    StopGate,
     StreamEvent,
     TextDelta,
     Tool,
@@ -106,6 +115,7 @@ class AgentLoop:
         compactor: Compactor | None = None,
         tool_source: ToolSource | None = None,
         journal: Journal | None = None,
+        stop_gate: StopGate | None = None,
     ) -> None:
         self._provider = provider
         self._tools = {tool.name: tool for tool in tools}
@@ -124,6 +134,7 @@ class AgentLoop:
         self._tracer = tracer
         self._compactor = compactor
         self._journal = journal or LIVE
+        self._stop_gate = stop_gate
         self._usage: Usage | None = None
         self._messages: list[Message] = list(messages)
         # a resumed view may lack the store's last ids (compacted, or dropped by repair)
@@ -170,6 +181,7 @@ class AgentLoop:
                 policy=self._policy is not None,
                 compactor=self._compactor is not None,
                 source=self._source is not None,
+                stop_gate=self._stop_gate is not None,
             )
         )
         self._thread.start()
@@ -240,7 +252,7 @@ class AgentLoop:
         if reason == "cancelled" and self._journal.closing(self._closing.is_set()):
             reason = "shutdown"
         self._show_notices()
-        self._handle.turn_finished(token)
+        self._late_steers(token)
         done = Done(cancelled=reason in ("cancelled", "shutdown"), reason=reason)
         self._emit(done)
         self._journal.ended(turn, done)
@@ -251,6 +263,7 @@ class AgentLoop:
         while rounds < self.max_rounds:
             self._journal.check(token)
             self._apply(self._journal.ready(self._compactor))
+            self._take_steers()
             try:
                 calls = self._stream_reply(token)
             except ProviderError as exc:
@@ -264,12 +277,38 @@ class AgentLoop:
                 continue
             rounds += 1
             if not calls:
-                return "completed"
+                more = self._stop(token)
+                if more is None:
+                    return "completed"
+                self._commit(user_message(more))
+                self._emit(Steered(more, by="hook"))
+                continue
             self._run_tools(calls, token)
         self._journal.check(token)
         limit = f"{self.max_rounds} round{'' if self.max_rounds == 1 else 's'}"
         self._emit(Error(kind="max_rounds", message=f"stopped after {limit}"))
         return "max_rounds"
+
+    # --- steering --------------------------------------------------------------------
+
+    def _take_steers(self) -> None:
+        """At a round boundary: what the user steered with joins the turn, in history."""
+        steers = self._journal.steers(self._handle.take_steers())
+        if steers:
+            text = "\n\n".join(m.text for m in steers)
+            self._commit(user_message(text))
+            self._emit(Steered(text))
+
+    def _late_steers(self, token: CancelToken) -> None:
+        """The turn is over: steers it did not take are the next turn's message."""
+        late = self._journal.steers(self._handle.turn_finished(token), next_turn=True)
+        if late:
+            self._emit(Steered("\n\n".join(m.text for m in late), next_turn=True))
+
+    def _stop(self, token: CancelToken) -> str | None:
+        if self._stop_gate is None:
+            return None
+        return self._journal.stop(self._stop_gate, self._messages, token)
 
     # --- compaction ------------------------------------------------------------------
 
@@ -299,7 +338,7 @@ class AgentLoop:
         except Cancelled:
             self._emit(StatusUpdate("compact", "cancelled"))
         finally:
-            self._handle.turn_finished(token)
+            self._late_steers(token)
             self._journal.ended(self.turn, None)
 
     def _request(self) -> ProviderRequest:

@@ -235,6 +235,15 @@ class PromptSource(Protocol):
     def system_prompt(self) -> str: ...
 
 
+@runtime_checkable
+class StopGate(Protocol):
+    """Asked when the model ends a turn (a reply without tool calls): None lets it end;
+    a text continues the turn with that text as the next user message (a `stop` hook
+    that blocked, with its reason)."""
+
+    def stop(self, view: Sequence[Message], cancel: CancelToken) -> str | None: ...
+
+
 # --- compaction ----------------------------------------------------------------------
 
 
