@@ -206,7 +206,15 @@ def toml_examples() -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize(("doc", "block"), toml_examples())
 def test_the_documented_examples_follow_the_schema(tmp_path: Path, doc: str, block: str) -> None:
-    schema = "trusted" if "trusted.toml" in block.splitlines()[0] else "config"
+    """Each ```toml block of the docs is read as what its first line says it is: a plan
+    file (`# PLAN.toml`), the trust file, else a config file."""
+    first = block.splitlines()[0]
+    if "PLAN.toml" in first:
+        from codecoder.plan.spec import load_plan
+
+        load_plan(write(tmp_path / "PLAN.toml", block))
+        return
+    schema = "trusted" if "trusted.toml" in first else "config"
     read_toml(write(tmp_path / "example.toml", block), schema)
 
 
