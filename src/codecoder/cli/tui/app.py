@@ -58,6 +58,8 @@ if TYPE_CHECKING:
 
 EXIT_WINDOW = 2.0
 """Seconds within which a second Ctrl+C at an empty prompt leaves."""
+PRINT_EVERY = 0.1
+"""While an answer streams, settled text is printed above at most this often."""
 
 
 class Incoming(msgspec.Struct, frozen=True):
@@ -115,6 +117,9 @@ class Client:
         self._closing: list[Backend] = []
         self._error_after: str | None = None
         self._ticking = False
+        self._unprinted: list[str] = []
+        self._printed_at = 0.0
+        self._print_due = False
         self.plan: PlanDriver | None = None
         """The plan running (/plan), if one is: the client is busy "plan" meanwhile."""
         from codecoder.cli.tui.screen import Screen
@@ -318,7 +323,7 @@ class Client:
             loop = self.screen.app.loop
             if loop is not None:
                 loop.call_soon(self._drain)  # keys get their turn between batches
-        self._flush()
+        self._flush(streaming=self.busy == "turn" and not self.questions)
 
     def _on_event(self, backend: Backend, incoming: Incoming) -> None:
         event = incoming.event
@@ -335,6 +340,8 @@ class Client:
             self.view.show(event)
             self._ask(inner, incoming)
             return
+        if isinstance(event, StatusUpdate) and event.status in ("mode", "request_resolved"):
+            self._remote_status(backend, event)
         self.view.show(event, incoming.diff)
         if isinstance(event, Done) or (
             self.busy == "compact"
@@ -344,6 +351,31 @@ class Client:
             )
         ):
             self._turn_over()
+
+    def _remote_status(self, backend: Backend, event: StatusUpdate) -> None:
+        """A daemon session: another client switched the mode, or answered a question
+        we were asked too (daemon/client.py)."""
+        from codecoder.approval import MODES
+
+        if event.status == "mode":
+            for mode in MODES:
+                if mode == event.detail:
+                    backend.mode = mode
+            return
+        for question in list(self.questions):
+            asked = question.event
+            call_id = asked.tool_call.id if isinstance(asked, ConfirmRequest) else ""
+            if call_id == event.detail or (not call_id and isinstance(asked, AskUser)):
+                was_head = question is self.question
+                question.dismiss("answered elsewhere")
+                self.questions.remove(question)
+                self.view.line("  → answered by another client", "dim")
+                if was_head:
+                    self.screen.answer.reset()
+                    self.screen.app.layout.focus(self.screen.input)
+                    if self.question is not None:
+                        self._show_question(self.question)
+                break
 
     def _backend_ended(self, backend: Backend) -> None:
         if backend in self._closing:
@@ -364,10 +396,31 @@ class Client:
         self.screen.app.layout.focus(self.screen.input)
         self._next()
 
-    def _flush(self) -> None:
+    def _flush(self, *, streaming: bool = False) -> None:
+        """Print what settled. While an answer streams, at most every PRINT_EVERY
+        seconds (each print redraws the bottom part): meanwhile what settled is shown at
+        the top of the live part, so nothing is missing from the screen."""
         self.view.width = self.screen.columns
-        self.screen.print_above(self.view.take())
+        text = self.view.take()
+        if text:
+            self._unprinted.append(text)
+        now = time.monotonic()
+        if streaming and self._unprinted and now - self._printed_at < PRINT_EVERY:
+            if not self._print_due:
+                self._print_due = True
+                loop = self.screen.app.loop
+                if loop is not None:
+                    loop.call_later(PRINT_EVERY - (now - self._printed_at), self._print_now)
+        elif self._unprinted:
+            self._print_now()
         self.screen.app.invalidate()
+
+    def _print_now(self) -> None:
+        self._print_due = False
+        text = "".join(self._unprinted)
+        self._unprinted.clear()
+        self._printed_at = time.monotonic()
+        self.screen.print_above(text)
 
     # --- questions -------------------------------------------------------------------------
 
@@ -722,11 +775,16 @@ class Client:
     # --- what the layout asks ---------------------------------------------------------------
 
     def has_live(self) -> bool:
-        return self.view.busy()
+        return self.view.busy() or bool(self._unprinted)
 
     def live_text(self, rows: int, columns: int) -> str:
         self.view.width = columns
-        return self.view.live(max(rows, 3), time.monotonic())
+        live = self.view.live(max(rows, 3), time.monotonic())
+        if not self._unprinted:
+            return live
+        waiting = "".join(self._unprinted).rstrip("\n").rsplit("\n", rows)[-rows:]
+        lines = [*waiting, *(live.split("\n") if live else [])]
+        return "\n".join(lines[-rows:])
 
     def has_status(self) -> bool:
         return bool(self.busy) or time.monotonic() < self.notice_until

@@ -65,6 +65,8 @@ class MarkdownStream(msgspec.Struct):
         self._partial = parts.pop()
         for line in parts:
             self._line(line, pieces)
+        if self._blank_seen and self._partial[:1].strip() and self._fence is None:
+            self._settle(pieces)  # a line begins unindented after a blank: a new block
         return pieces
 
     def finish(self) -> list[Piece]:
