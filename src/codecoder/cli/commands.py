@@ -29,6 +29,7 @@ COMMANDS = (
     "acp",
     "replay",
     "trace",
+    "batch",
     "mcp",
 )
 _WITH_VALUE = ("-m", "--model", "--script", "-C", "--cwd", "--approval", "--max-rounds")
@@ -204,6 +205,7 @@ def build_parser(first: str | None = None) -> argparse.ArgumentParser:
         return parser
 
     from codecoder.cli import (
+        batch_cmd,
         daemon_cmd,
         prompt_cmd,
         provider_commands,
@@ -214,7 +216,7 @@ def build_parser(first: str | None = None) -> argparse.ArgumentParser:
     )
 
     faces = (provider_commands, sessions_cmd, prompt_cmd, trust_cmd, daemon_cmd)
-    for module in (*faces, replay_cmd, trace_cmd):
+    for module in (*faces, replay_cmd, trace_cmd, batch_cmd):
         module.add_parsers(sub)
     from codecoder.cli import mcp_cmd
 
