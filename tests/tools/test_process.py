@@ -231,3 +231,41 @@ def test_kill_all_kills_every_tree_at_once(tmp_path: Path) -> None:
         assert marked(marker) == set()
     for pid in (tmp_path / "pids").read_text().split():
         assert stat_of(int(pid)) is None
+
+
+# --- stdin, stderr apart, extra environment (hooks: issue 18) ----------------------------
+
+
+def test_stdin_is_fed_and_stderr_kept_apart(tmp_path: Path) -> None:
+    manager = ProcessManager()
+    try:
+        outcome = manager.run(
+            'read -r line; echo "out:$line:$HOOK_EVENT"; echo "err:$line" >&2; exit 2',
+            cwd=tmp_path,
+            timeout=10,
+            cancel=CancelToken(),
+            stdin=b'{"event": "pre_tool"}\n',
+            stderr=True,
+            env={"HOOK_EVENT": "pre_tool"},
+        )
+    finally:
+        manager.close()
+    assert outcome.returncode == 2
+    assert outcome.output == 'out:{"event": "pre_tool"}:pre_tool\n'
+    assert outcome.errors == 'err:{"event": "pre_tool"}\n'
+
+
+def test_a_command_that_never_reads_a_large_stdin_still_ends(tmp_path: Path) -> None:
+    manager = ProcessManager()
+    try:
+        outcome = manager.run(
+            "echo done",
+            cwd=tmp_path,
+            timeout=10,
+            cancel=CancelToken(),
+            stdin=b"x" * (4 * 1024 * 1024),  # far more than a pipe holds
+            stderr=True,
+        )
+    finally:
+        manager.close()
+    assert (outcome.ended, outcome.returncode, outcome.output) == ("exited", 0, "done\n")

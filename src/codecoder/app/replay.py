@@ -36,6 +36,7 @@ from codecoder.kernel.messages import Message, ToolCall, ToolResult
 from codecoder.kernel.ports import (
     CompactedView,
     Decision,
+    PromptVerdict,
     ProviderRequest,
     Risk,
     StreamEvent,
@@ -184,6 +185,8 @@ def _replay_segment(
         policy=_RecordedPolicy() if start.policy else None,
         history=sink,
         compactor=_RecordedCompactor() if start.compactor else None,
+        stop_gate=_RecordedGate() if start.stop_gate else None,
+        prompt_gate=_RecordedGate() if start.prompt_gate else None,
         tool_source=replayer.replayed_source(_RecordedTool) if start.source else None,
         max_rounds=start.max_rounds,
         messages=view,
@@ -285,6 +288,17 @@ class _RecordedPolicy:
 
     def forbid(self, tool: Tool, call: ToolCall) -> None:
         return None
+
+
+class _RecordedGate:
+    """Present so the loop asks its stop and prompt gates (the hooks); the record's
+    answers stand in for them, and no hook runs in a replay."""
+
+    def stop(self, view: Sequence[Message], cancel: CancelToken) -> str | None:
+        raise AssertionError("a replay asked a stop gate")
+
+    def prompt(self, view: Sequence[Message], cancel: CancelToken) -> PromptVerdict:
+        raise AssertionError("a replay asked a prompt gate")
 
 
 class _RecordedCompactor:

@@ -62,6 +62,8 @@ from codecoder.kernel.ports import (
     Compactor,
     Decision,
     PermissionPolicy,
+    PromptGate,
+    PromptVerdict,
     ProviderError,
     ProviderErrorKind,
     ReasoningDelta,
@@ -106,6 +108,7 @@ class Start(_Entry, frozen=True, tag="start"):
     compactor: bool
     source: bool
     stop_gate: bool = False
+    prompt_gate: bool = False
 
 
 class Turn(_Entry, frozen=True, tag="turn"):
@@ -261,6 +264,13 @@ class Stopped(_Entry, frozen=True, tag="stopped"):
     more: str | None = None
 
 
+class Prompted(_Entry, frozen=True, tag="prompted"):
+    """The prompt gate's answer when the turn began."""
+
+    context: str = ""
+    blocked: str | None = None
+
+
 class Closing(_Entry, frozen=True, tag="closing"):
     """The agent was shutting down when the cancelled turn ended."""
 
@@ -291,6 +301,7 @@ Entry = (
     | Notices
     | Steers
     | Stopped
+    | Prompted
     | Cancel
     | Closing
     | End
@@ -418,6 +429,11 @@ class Journal:
 
     def stop(self, gate: StopGate, view: Sequence[Message], token: CancelToken) -> str | None:
         return gate.stop(view, token)
+
+    def prompt(
+        self, gate: PromptGate, view: Sequence[Message], token: CancelToken
+    ) -> PromptVerdict:
+        return gate.prompt(view, token)
 
     def emitted(self, event: AgentEvent) -> None:
         return None
@@ -699,6 +715,17 @@ class Recorder(Journal):
             raise
         self._pending.append(Stopped(more))
         return more
+
+    def prompt(
+        self, gate: PromptGate, view: Sequence[Message], token: CancelToken
+    ) -> PromptVerdict:
+        try:
+            verdict = gate.prompt(view, token)
+        except Cancelled:
+            self._note_cancel(token.reason)
+            raise
+        self._pending.append(Prompted(verdict.context, verdict.blocked))
+        return verdict
 
     def emitted(self, event: AgentEvent) -> None:
         with self._lock:
@@ -996,6 +1023,16 @@ class Replayer(Journal):
             token.cancel(entry.reason)
             raise Cancelled(entry.reason)
         return self._take(Stopped, "the stop gate's answer").more
+
+    def prompt(
+        self, gate: PromptGate, view: Sequence[Message], token: CancelToken
+    ) -> PromptVerdict:
+        entry = self._take_if(Cancel)
+        if entry is not None:
+            token.cancel(entry.reason)
+            raise Cancelled(entry.reason)
+        prompted: Prompted = self._take(Prompted, "the prompt gate's answer")
+        return PromptVerdict(prompted.context, prompted.blocked)
 
     def emitted(self, event: AgentEvent) -> None:
         self._digest.add(event)

@@ -55,6 +55,7 @@ from codecoder.kernel.ports import (
     Compactor,
     HistorySink,
     PermissionPolicy,
+    PromptGate,
     PromptSource,
     ProviderClient,
     ProviderError,
@@ -116,6 +117,7 @@ class AgentLoop:
         tool_source: ToolSource | None = None,
         journal: Journal | None = None,
         stop_gate: StopGate | None = None,
+        prompt_gate: PromptGate | None = None,
     ) -> None:
         self._provider = provider
         self._tools = {tool.name: tool for tool in tools}
@@ -135,6 +137,7 @@ class AgentLoop:
         self._compactor = compactor
         self._journal = journal or LIVE
         self._stop_gate = stop_gate
+        self._prompt_gate = prompt_gate
         self._usage: Usage | None = None
         self._messages: list[Message] = list(messages)
         # a resumed view may lack the store's last ids (compacted, or dropped by repair)
@@ -182,6 +185,7 @@ class AgentLoop:
                 compactor=self._compactor is not None,
                 source=self._source is not None,
                 stop_gate=self._stop_gate is not None,
+                prompt_gate=self._prompt_gate is not None,
             )
         )
         self._thread.start()
@@ -239,7 +243,7 @@ class AgentLoop:
         reason: DoneReason = "completed"
         try:
             self._journal.turn(turn, self._commit(message).id)
-            reason = self._rounds(token)
+            reason = self._gate_prompt(token) or self._rounds(token)
         except Cancelled:
             reason = "shutdown" if token.reason == "shutdown" else "cancelled"
         except ProviderError as exc:
@@ -304,6 +308,20 @@ class AgentLoop:
         late = self._journal.steers(self._handle.turn_finished(token), next_turn=True)
         if late:
             self._emit(Steered("\n\n".join(m.text for m in late), next_turn=True))
+
+    def _gate_prompt(self, token: CancelToken) -> DoneReason | None:
+        """The prompt gate, before the first request: its context joins the turn as a
+        user message (Steered by hook); a block ends the turn ("error") unasked."""
+        if self._prompt_gate is None:
+            return None
+        verdict = self._journal.prompt(self._prompt_gate, self._messages, token)
+        if verdict.context:
+            self._commit(user_message(verdict.context))
+            self._emit(Steered(verdict.context, by="hook"))
+        if verdict.blocked is not None:
+            self._emit(Error(kind="blocked", message=verdict.blocked))
+            return "error"
+        return None
 
     def _stop(self, token: CancelToken) -> str | None:
         if self._stop_gate is None:

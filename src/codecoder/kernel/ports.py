@@ -244,6 +244,23 @@ class StopGate(Protocol):
     def stop(self, view: Sequence[Message], cancel: CancelToken) -> str | None: ...
 
 
+class PromptVerdict(msgspec.Struct, frozen=True):
+    """A prompt gate's answer: `context` joins the turn as a user message after the
+    prompt (empty: nothing); `blocked` ends the turn before any request, with that
+    reason (None: the turn goes on)."""
+
+    context: str = ""
+    blocked: str | None = None
+
+
+@runtime_checkable
+class PromptGate(Protocol):
+    """Asked when a turn begins, its message committed and last in `view`, before the
+    first request (the `session_start` and `user_prompt` hooks)."""
+
+    def prompt(self, view: Sequence[Message], cancel: CancelToken) -> PromptVerdict: ...
+
+
 # --- compaction ----------------------------------------------------------------------
 
 

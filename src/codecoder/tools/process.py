@@ -59,7 +59,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -277,13 +277,15 @@ class HeadTail:
 
 class CommandOutcome(msgspec.Struct, frozen=True):
     """How a command ended. `returncode` is Popen's (negative: killed by that signal);
-    `output` is the head and tail of stdout+stderr with a note of what was cut."""
+    `output` is the head and tail of stdout+stderr with a note of what was cut (of stdout
+    alone when it ran with `stderr=True`, and `errors` is then stderr's)."""
 
     ended: Ended
     returncode: int | None
     output: str
     total_bytes: int
     duration: float
+    errors: str = ""
 
 
 class _Run(msgspec.Struct, eq=False):
@@ -292,6 +294,10 @@ class _Run(msgspec.Struct, eq=False):
     pipe_inode: int
     buffer: HeadTail
     on_output: Callable[[str], object] | None
+    errors: HeadTail | None = None
+    """stderr, when it has a pipe of its own (hooks: their stderr is a reason)."""
+    stdin: bytes | None = None
+    """What is written to the command's stdin, which is then closed."""
     exited: threading.Event = msgspec.field(default_factory=threading.Event)
     wake: threading.Event = msgspec.field(default_factory=threading.Event)
     killed: bool = False
@@ -306,10 +312,32 @@ class _Run(msgspec.Struct, eq=False):
 
     def start(self) -> None:
         self.stop_r, self.stop_w = os.pipe()
-        for target, role in ((self._wait_exit, "wait"), (self._pump, "pump")):
+        roles: list[tuple[Callable[[], None], str]] = [
+            (self._wait_exit, "wait"),
+            (self._pump, "pump"),
+        ]
+        if self.errors is not None:
+            roles.append((self._pump_errors, "stderr"))
+        if self.stdin is not None:
+            roles.append((self._feed, "stdin"))
+        for target, role in roles:
             thread = threading.Thread(target=target, name=f"cmd-{role}-{self.pid}", daemon=True)
             self.threads.append(thread)
             thread.start()
+
+    def _feed(self) -> None:
+        """Write `stdin` and close it; a command that exits without reading it all (or
+        is killed) just ends the writing."""
+        pipe = self.proc.stdin
+        assert pipe is not None and self.stdin is not None
+        with suppress(OSError):  # BrokenPipeError: it stopped reading
+            pipe.write(self.stdin)
+        with suppress(OSError):
+            pipe.close()
+
+    def _pump_errors(self) -> None:
+        assert self.proc.stderr is not None and self.errors is not None
+        self._drain(self.proc.stderr.fileno(), self.errors, None)
 
     def _wait_exit(self) -> None:
         # WNOWAIT: learn of the exit but leave the zombie, so the pid (= the group id)
@@ -321,7 +349,11 @@ class _Run(msgspec.Struct, eq=False):
 
     def _pump(self) -> None:
         assert self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
+        self._drain(self.proc.stdout.fileno(), self.buffer, self._emit)
+
+    def _drain(self, fd: int, buffer: HeadTail, emit: Callable[[str], None] | None) -> None:
+        """Read `fd` into `buffer` (and as text to `emit`) until EOF, or until the stop
+        pipe says the tree is dead and what was buffered has been read."""
         decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         poller = select.poll()
         poller.register(fd, select.POLLIN)
@@ -334,13 +366,15 @@ class _Run(msgspec.Struct, eq=False):
             data = os.read(fd, CHUNK)
             if not data:  # EOF: every writer is gone
                 break
-            self.buffer.feed(data)
-            self._emit(decoder.decode(data))
+            buffer.feed(data)
+            if emit is not None:
+                emit(decoder.decode(data))
             if self.stop_r in ready:
                 drained += len(data)
                 if drained >= DRAIN_LIMIT:
                     break
-        self._emit(decoder.decode(b"", final=True))
+        if emit is not None:
+            emit(decoder.decode(b"", final=True))
 
     def _emit(self, text: str) -> None:
         if not text or self.on_output is None:
@@ -358,8 +392,10 @@ class _Run(msgspec.Struct, eq=False):
             thread.join()
         for fd in (self.stop_r, self.stop_w):
             os.close(fd)
-        assert self.proc.stdout is not None
-        self.proc.stdout.close()
+        for pipe in (self.proc.stdout, self.proc.stderr, self.proc.stdin):
+            if pipe is not None:
+                with suppress(OSError):
+                    pipe.close()
 
 
 # --- the manager ---------------------------------------------------------------------
@@ -416,18 +452,34 @@ class ProcessManager:
         on_output: Callable[[str], object] | None = None,
         workspace: Path | None = None,
         wrap: Callable[[list[str]], list[str]] | None = None,
+        stdin: bytes | None = None,
+        stderr: bool = False,
+        env: Mapping[str, str] | None = None,
     ) -> CommandOutcome:
         """Run `command` to its end, its timeout or `cancel`; its whole tree is dead and
-        reaped, and both helper threads joined, when this returns. `workspace` (default:
+        reaped, and its helper threads joined, when this returns. `workspace` (default:
         `cwd`) is where git's discovery is kept (environment.py). `wrap` turns the shell's
         argv into the one spawned (the sandbox's bwrap line: sandbox/runtime.py); the
-        tree is still ours to kill, since bwrap and what it runs descend from us."""
+        tree is still ours to kill, since bwrap and what it runs descend from us.
+        `stdin`: written to the command's standard input, then closed (else it is
+        closed at once); `stderr`: kept apart from stdout (`CommandOutcome.errors`);
+        `env`: variables added to the command's environment (hooks: hooks/runner.py)."""
         started = time.monotonic()
         if cancel.is_cancelled():
             return CommandOutcome("cancelled", None, "", 0, 0.0)
-        env = self.environment.for_workspace(workspace or cwd)
+        environ = self.environment.for_workspace(workspace or cwd)
+        if env:
+            environ.update(env)
         argv = [self.shell, "-c", command]
-        run = self._spawn(wrap(argv) if wrap is not None else argv, cwd, env, on_output)
+        errors = HeadTail(self.head_bytes, self.tail_bytes) if stderr else None
+        run = self._spawn(
+            wrap(argv) if wrap is not None else argv,
+            cwd,
+            environ,
+            on_output,
+            errors=errors,
+            stdin=stdin,
+        )
         try:
             ended = self._wait(run, timeout, cancel)
         finally:
@@ -440,6 +492,7 @@ class ProcessManager:
             output=run.buffer.render(),
             total_bytes=run.buffer.total_bytes,
             duration=time.monotonic() - started,
+            errors=errors.render() if errors is not None else "",
         )
 
     def kill_all(self) -> int:
@@ -475,6 +528,9 @@ class ProcessManager:
         cwd: Path,
         env: dict[str, str],
         on_output: Callable[[str], object] | None,
+        *,
+        errors: HeadTail | None = None,
+        stdin: bytes | None = None,
     ) -> _Run:
         self.ensure_subreaper()
         marker = os.urandom(16).hex()
@@ -488,9 +544,9 @@ class ProcessManager:
                 self.watchdog.start()
             proc = subprocess.Popen(
                 argv,
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
+                stderr=subprocess.STDOUT if errors is None else subprocess.PIPE,
                 cwd=cwd,
                 env=env,
                 process_group=0,
@@ -499,7 +555,7 @@ class ProcessManager:
             assert proc.stdout is not None
             pipe_inode = os.fstat(proc.stdout.fileno()).st_ino
             buffer = HeadTail(self.head_bytes, self.tail_bytes)
-            run = _Run(proc, marker, pipe_inode, buffer, on_output)
+            run = _Run(proc, marker, pipe_inode, buffer, on_output, errors, stdin)
             self._live[proc.pid] = run
             if self.watchdog is not None:
                 self.watchdog.started(proc.pid, marker)
