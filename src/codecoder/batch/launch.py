@@ -14,7 +14,7 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -96,7 +96,10 @@ class _Child:
 class SubprocessLauncher:
     """`python -m codecoder exec …` per task: the interpreter starts and imports anew
     each time (~150-200 ms of CPU more than a zygote's fork), and needs nothing running
-    beside it."""
+    beside it. `command` is what runs with the argv appended (tests give a stand-in)."""
+
+    def __init__(self, command: Sequence[str] = (sys.executable, "-m", "codecoder")) -> None:
+        self.command = tuple(command)
 
     def launch(
         self,
@@ -111,7 +114,7 @@ class SubprocessLauncher:
         try:
             with stdout.open("wb") as out, stderr.open("wb") as err:
                 popen = subprocess.Popen(
-                    [sys.executable, "-m", "codecoder", *argv],
+                    [*self.command, *argv],
                     cwd=cwd,
                     env=dict(env),
                     stdin=subprocess.DEVNULL,
@@ -194,6 +197,11 @@ class ZygoteLauncher:
         if forked.error is not None:
             raise LaunchError(forked.error)
         return forked
+
+    @property
+    def pid(self) -> int | None:
+        """The zygote's process id once it has started."""
+        return self._process.pid if self._process is not None else None
 
     def _start(self) -> subprocess.Popen[bytes]:
         if self._process is None:
