@@ -4,10 +4,12 @@
                                         [--only launch,cancel,render]
 
 launch  `codecoder --no-daemon --script S` in a pseudo-terminal (100 x 30): from the
-        spawn to the first prompt on the screen, and to the session being ready (the
-        banner, drawn once the session is open); the client's CPU time at its first
-        prompt. Bytecode caching allowed (this machine sets PYTHONDONTWRITEBYTECODE=1,
-        which would make every run compile from source), after warm-up runs.
+        spawn to the first prompt on the screen (drawn before prompt_toolkit is imported;
+        keys typed from then on are kept), to prompt_toolkit's first frame (keys echo),
+        and to the session being ready (the banner, drawn once the session is open); the
+        client's CPU time at its first prompt. Bytecode caching allowed (this machine
+        sets PYTHONDONTWRITEBYTECODE=1, which would make every run compile from source),
+        after warm-up runs.
 cancel  the same client running `sleep 300` (full-auto), Ctrl+C at a random moment 0.2 to
         0.6 s into the command: from the key to the prompt back (the `⊘ cancelled` line and
         the idle prompt are drawn in one write).
@@ -25,6 +27,7 @@ import json
 import os
 import queue
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -35,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 MARK = "\u203a".encode()  # the prompt's mark
+HIDE_CURSOR = b"\x1b[?25l"  # what prompt_toolkit's renderer writes first
 COLUMNS, ROWS = 100, 30
 
 
@@ -81,30 +85,35 @@ def launch(runs: int, tmp: Path) -> None:
     script = tmp / "launch.json"
     script.write_text(json.dumps([]))
     argv = ["-m", "codecoder", "--no-daemon", "--script", str(script), "-C", str(tmp)]
-    first, ready, cpu = [], [], []
+    first, editor, ready, cpu = [], [], [], []
     for run in range(runs + 3):  # three warm-up runs write the bytecode caches
         started = time.perf_counter()
         child = pexpect.spawn(sys.executable, argv, env=env, dimensions=(ROWS, COLUMNS))
-        seen = b""
-        prompt_at = None
-        cpu_at = 0.0
         pid = child.pid
         assert pid is not None
+        seen = b""
+        prompt_at = editor_at = None
+        cpu_at = 0.0
         while b"Ctrl+D leaves" not in seen:
             seen += child.read_nonblocking(1 << 16, timeout=10)
+            now = time.perf_counter() - started
             if prompt_at is None and MARK in seen:
-                prompt_at = time.perf_counter() - started
+                prompt_at = now
                 cpu_at = cpu_ms(pid)
+            if editor_at is None and HIDE_CURSOR in seen:  # prompt_toolkit's first frame
+                editor_at = now
         ready_at = time.perf_counter() - started
         child.sendcontrol("d")
         child.expect(pexpect.EOF, timeout=10)
         child.close()
-        if run >= 3 and prompt_at is not None:
+        if run >= 3 and prompt_at is not None and editor_at is not None:
             first.append(prompt_at * 1000)
+            editor.append(editor_at * 1000)
             ready.append(ready_at * 1000)
             cpu.append(cpu_at)
     print(f"launch, {runs} runs (load average {os.getloadavg()[0]:.1f}):")
-    report("spawn → first prompt", first)
+    report("spawn → first prompt (typing is kept)", first)
+    report("spawn → the editor drawn (keys echo)", editor)
     report("spawn → session ready (banner)", ready)
     report("CPU time of the client at its first prompt", cpu)
 
@@ -134,7 +143,7 @@ def cancel(trials: int, tmp: Path) -> None:
         child.sendcontrol("c")
         child.expect("cancelled", timeout=20)
         samples.append((time.perf_counter() - started) * 1000)
-        child.expect(MARK.decode(), timeout=5)
+        child.expect(re.escape(MARK), timeout=5)
     child.sendcontrol("d")
     child.expect(pexpect.EOF, timeout=20)
     child.close()

@@ -98,6 +98,20 @@ def test_a_task_shows_the_answer_rendered_as_markdown(
     assert user_messages(tmp_path) == ["explain the fix"]
 
 
+def test_what_is_typed_before_the_prompt_is_ready_is_kept(
+    terminals: list[Terminal], tmp_path: Path
+) -> None:
+    path = script(tmp_path, [["Early bird."]])
+    args = ["--no-daemon", "--script", str(path), "-C", str(tmp_path)]
+    term = Terminal(args, cwd=tmp_path)
+    terminals.append(term)
+    term.wait_for(MARK)  # the first frame, before the editor is there
+    term.send("typed at once\r")
+    term.wait_for("Early bird.")
+    assert user_messages(tmp_path) == ["typed at once"]
+    assert "typed at once" in term.text()
+
+
 def test_a_pasted_block_is_one_message(terminals: list[Terminal], tmp_path: Path) -> None:
     term = start(terminals, tmp_path, [["Got all three lines."]])
     term.paste("first line\nsecond line\nthird line")

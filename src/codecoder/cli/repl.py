@@ -12,10 +12,11 @@ resuming, no daemon) it prints a short guide instead of one error line.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -79,17 +80,58 @@ def run_repl(
 
         print(GUIDE.format(config=paths.config_dir() / "config.toml"), file=sys.stderr, end="")
         return EXIT_USAGE
-    from codecoder.cli.tui.app import Client
-    from codecoder.cli.tui.backend import open_backend
+    early = _EarlyFrame(_color())  # the prompt now; prompt_toolkit takes ~100 ms to import
+    try:
+        from codecoder.cli.tui.app import Client
+        from codecoder.cli.tui.backend import open_backend
 
-    client = Client(
-        options,
-        workspace,
-        lambda: open_backend(options, workspace, attach=attach, daemon=daemon),
-        color=_color(),
-        daemon=daemon is not None,
-    )
-    return client.run()
+        client = Client(
+            options,
+            workspace,
+            lambda: open_backend(options, workspace, attach=attach, daemon=daemon),
+            color=_color(),
+            daemon=daemon is not None,
+        )
+        early.hand_over()
+        return client.run()
+    finally:
+        early.restore()
+
+
+class _EarlyFrame:
+    """The prompt and the footer, drawn before prompt_toolkit is imported (it is most of
+    the launch time), with the terminal's echo and line buffering off so that what is
+    typed meanwhile stays in its input queue, unechoed, for the editor to read.
+    prompt_toolkit's first frame erases this one from the line it starts on. The
+    terminal's settings as they were are put back at the end, whatever happens."""
+
+    def __init__(self, color: bool) -> None:
+        import termios
+
+        self._saved: list[Any] | None = None
+        try:
+            self._saved = termios.tcgetattr(0)
+            quiet = termios.tcgetattr(0)
+            quiet[0] &= ~termios.ICRNL  # Enter stays Enter (not Ctrl+J, a new line)
+            quiet[3] &= ~(termios.ECHO | termios.ICANON)
+            termios.tcsetattr(0, termios.TCSANOW, quiet)  # NOW: keep what was typed
+        except termios.error:
+            self._saved = None
+        from codecoder.cli.tui.text import MARK
+
+        footer = "\x1b[90mstarting…\x1b[0m" if color else "starting…"
+        os.write(1, f"\r{MARK} \r\n{footer}\x1b[1A\r\x1b[2C".encode())
+
+    def hand_over(self) -> None:
+        """Back to the prompt line's first column, where prompt_toolkit draws."""
+        os.write(1, b"\r")
+
+    def restore(self) -> None:
+        import termios
+
+        if self._saved is not None:
+            with contextlib.suppress(termios.error, OSError):
+                termios.tcsetattr(0, termios.TCSADRAIN, self._saved)
 
 
 def _color() -> bool:

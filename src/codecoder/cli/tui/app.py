@@ -381,7 +381,8 @@ class Client:
         if backend in self._closing:
             return
         self.view.finish()
-        self.view.line("the session ended (the daemon went away?)", "red")
+        gone = "the daemon closed the connection" if backend.remote else "the agent stopped"
+        self.view.line(f"the session ended: {gone}", "red")
         self._backend = None
         self.exit_code = EXIT_FAILED
         self.busy = ""
