@@ -304,7 +304,8 @@ def test_sigterm_mid_turn_stops_cleanly_and_the_session_can_go_on(
         ["never"],
         ["second turn"],
     ]
-    daemon, connect = start(replies, "--approval", "full-auto")
+    # unconfined: `$$` inside the sandbox's pid namespace is no host pid
+    daemon, connect = start(replies, "--approval", "full-auto", "--sandbox", "off")
     client = connect()
     session_id = new_session(client, workspace)
     prompt(client, session_id, "go", [])
