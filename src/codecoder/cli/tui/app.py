@@ -28,9 +28,10 @@ import msgspec
 
 from codecoder import __version__
 from codecoder.cli.tui import attachments, builtin, slash, transcript
+from codecoder.cli.tui.asking import Asking
 from codecoder.cli.tui.backend import Backend, StartFailed, Unavailable
 from codecoder.cli.tui.diffs import Diff, Snapshots
-from codecoder.cli.tui.questions import Question, ask_lines, menu, what_it_approves
+from codecoder.cli.tui.questions import Question, what_it_approves
 from codecoder.cli.tui.status import Stats, footer, tokens
 from codecoder.cli.tui.text import MARK, cut, safe_line
 from codecoder.cli.tui.view import SPINNER, View
@@ -100,7 +101,7 @@ class Client:
         self._warnings = slash.load_custom(self._registry, _command_folders(workspace))
         self.view = View(workspace, color=color, width=80)
         self.stats = Stats()
-        self.questions: deque[Question] = deque()
+        self.asking = Asking(self)
         self.pending: deque[Pending] = deque()
         self.busy = ""  # "", "starting", "turn", "compact", "switch"
         self.busy_since = 0.0
@@ -254,9 +255,7 @@ class Client:
         """After the Application: stop the turn, close the session (a daemon session
         goes on), join our threads."""
         backend, self._backend = self._backend, None
-        for question in self.questions:
-            question.dismiss("the client left")
-        self.questions.clear()
+        self.asking.dismiss_all("the client left")
         if self.plan is not None:
             self.plan.cancel()
         for old in [*self._closing, *([backend] if backend is not None else [])]:
@@ -338,7 +337,7 @@ class Client:
             backend.add_usage(event)
         if isinstance(inner, ConfirmRequest | AskUser):
             self.view.show(event)
-            self._ask(inner, incoming)
+            self.asking.ask(inner, incoming.diff, incoming.approves)
             return
         if isinstance(event, StatusUpdate) and event.status in ("mode", "request_resolved"):
             self._remote_status(backend, event)
@@ -362,20 +361,7 @@ class Client:
                 if mode == event.detail:
                     backend.mode = mode
             return
-        for question in list(self.questions):
-            asked = question.event
-            call_id = asked.tool_call.id if isinstance(asked, ConfirmRequest) else ""
-            if call_id == event.detail or (not call_id and isinstance(asked, AskUser)):
-                was_head = question is self.question
-                question.dismiss("answered elsewhere")
-                self.questions.remove(question)
-                self.view.line("  → answered by another client", "dim")
-                if was_head:
-                    self.screen.answer.reset()
-                    self.screen.app.layout.focus(self.screen.input)
-                    if self.question is not None:
-                        self._show_question(self.question)
-                break
+        self.asking.resolved(event.detail)
 
     def _backend_ended(self, backend: Backend) -> None:
         if backend in self._closing:
@@ -391,9 +377,7 @@ class Client:
 
     def _turn_over(self) -> None:
         self.busy = "plan" if self.plan is not None else ""  # a plan's turn: it goes on
-        for question in self.questions:
-            question.dismiss("the turn ended")
-        self.questions.clear()
+        self.asking.dismiss_all("the turn ended")
         self.screen.app.layout.focus(self.screen.input)
         self._next()
 
@@ -423,205 +407,15 @@ class Client:
         self._printed_at = time.monotonic()
         self.screen.print_above(text)
 
-    # --- questions -------------------------------------------------------------------------
+    # --- questions (asking.py) ----------------------------------------------------------------
 
     @property
     def question(self) -> Question | None:
-        return self.questions[0] if self.questions else None
+        return self.asking.head
 
-    def _ask(self, event: ConfirmRequest | AskUser, incoming: Incoming) -> None:
-        question = Question(event, diff=incoming.diff, approves=incoming.approves)
-        if isinstance(event, AskUser):
-            question.mode = "answer"
-        self.questions.append(question)
-        if len(self.questions) == 1:
-            self._show_question(question)
-
-    def _show_question(self, question: Question) -> None:
-        question.shown_at = time.monotonic()
-        event = question.event
-        if isinstance(event, ConfirmRequest):
-            for index, line in enumerate(question.approves or []):
-                self.view.note(line, "bold", "yellow") if index == 0 else self.view.line(line)
-            if question.diff is not None:
-                self.view.diff_lines(question.diff)
-                self.view.diffs_shown.add(event.tool_call.id)
-        else:
-            lines = ask_lines(event)
-            self.view.note(lines[0], "bold", "yellow")
-            for line in lines[1:]:
-                self.view.line(line)
-        self._flush()
-        loop = self.screen.app.loop
-        if loop is not None:
-            from codecoder.cli.tui.questions import ARM_AFTER
-
-            loop.call_later(ARM_AFTER + 0.02, self._arm)
-
-    def _arm(self) -> None:
-        """Once the user has stopped typing, the question takes the keys."""
-        question = self.question
-        if question is None:
-            return
-        now = time.monotonic()
-        if not question.armed(self.last_key, now):
-            loop = self.screen.app.loop
-            if loop is not None:
-                loop.call_later(0.1, self._arm)
-            return
-        if question.mode in ("answer", "message"):
-            self.screen.answer.reset()
-            self.screen.app.layout.focus(self.screen.answer)
-        self.screen.app.invalidate()
-
-    def menu_armed(self) -> bool:
-        question = self.question
-        return (
-            question is not None
-            and question.confirm
-            and question.mode in ("menu", "gitignore")
-            and question.armed(self.last_key, time.monotonic())
-        )
-
-    def answering(self) -> bool:
-        question = self.question
-        return question is not None and question.mode in ("answer", "message")
-
-    def menu_key(self, key: str) -> None:
-        question = self.question
-        if question is None:
-            return
-        if question.mode == "gitignore":
-            if key.lower() in ("y", "n"):
-                self._gitignore_answer(question, key.lower() == "y")
-            else:
-                question.complaint = "press y or n"
-            self.screen.app.invalidate()
-            return
-        choice = question.choose(key)
-        if choice is None:
-            question.complaint = (
-                f"{safe_line(key)!s} is not an answer: press y, a, p, n, m or d "
-                "(Ctrl+C stops the turn)"
-            )
-            self.screen.app.output.bell()
-            self.screen.app.invalidate()
-            return
-        if choice == "message":
-            question.mode = "message"
-            question.complaint = ""
-            self.screen.answer.reset()
-            self.screen.app.layout.focus(self.screen.answer)
-            self.screen.app.invalidate()
-            return
-        if choice == "allow_project" and self._needs_gitignore_answer():
-            question.mode = "gitignore"
-            question.complaint = ""
-            self.screen.app.invalidate()
-            return
-        self._decide(question, choice)
-
-    def _needs_gitignore_answer(self) -> bool:
-        """The first project rule creates .codecoder/config.local.toml, which goes into
-        .gitignore; where that would change a file git tracks, the user says whether."""
-        backend = self._backend
-        policy = backend.policy if backend is not None else None
-        if policy is None:
-            return False
-        from codecoder import paths
-        from codecoder.permissions.tomlfile import ignore_plan
-
-        if (paths.project_dir(self.workspace) / "config.local.toml").exists():
-            return False
-        return ignore_plan(self.workspace) == "tracked"
-
-    def _gitignore_answer(self, question: Question, edit: bool) -> None:
-        backend = self._backend
-        if backend is not None and backend.policy is not None:
-            backend.policy.edit_tracked_gitignore = edit
-        self._decide(question, "allow_project")
-
-    def _decide(self, question: Question, decision: Any, message: str | None = None) -> None:
-        question.answer(decision, message)
-        words = {
-            "allow_once": "allowed once",
-            "allow_session": "allowed for this session",
-            "allow_project": "allowed for this project (.codecoder/config.local.toml)",
-            "deny": "denied",
-            "deny_session": "denied for the rest of the session",
-        }[decision]
-        if message:
-            words += f": {safe_line(message)}"
-        self.view.line(f"  → {words}", "dim")
-        self._question_done()
-
-    def submit_answer(self, text: str) -> None:
-        question = self.question
-        if question is None:
-            return
-        if question.mode == "message":
-            if not text.strip():
-                question.complaint = "type what to tell the model, or Esc for the menu"
-                self.screen.app.invalidate()
-                return
-            self._decide(question, "deny", text.strip())
-            return
-        if not text.strip():
-            question.complaint = "type an answer (or the number of a choice)"
-            self.screen.app.invalidate()
-            return
-        question.reply(text)
-        self.view.line(f"  → {safe_line(text.strip())}", "dim")
-        self._question_done()
-
-    def answer_escape(self) -> None:
-        question = self.question
-        if question is not None and question.mode == "message":
-            question.mode = "menu"
-            question.complaint = ""
-            self.screen.app.layout.focus(self.screen.input)
-            self.screen.app.invalidate()
-
-    def _question_done(self) -> None:
-        self.questions.popleft()
-        self.screen.answer.reset()
-        self.screen.app.layout.focus(self.screen.input)
-        following = self.question
-        if following is not None:
-            self._show_question(following)
-        self._flush()
-
-    def question_fragments(self) -> list[tuple[str, str]]:
-        question = self.question
-        if question is None:
-            return []
-        armed = question.armed(self.last_key, time.monotonic())
-        if question.mode == "gitignore":
-            out = [
-                ("", "Project rules go to .codecoder/config.local.toml; git should not see it.\n"),
-                ("class:question", "Add it to .gitignore (a file git tracks)?"),
-                ("", "\n  "),
-                ("class:key", "y"),
-                ("", "  yes\n  "),
-                ("class:key", "n"),
-                ("", "  no: write .codecoder/.gitignore instead"),
-            ]
-        elif question.mode == "menu":
-            backend = self._backend
-            trusted = backend.policy.trusted if backend and backend.policy else None
-            out = menu(question, trusted=trusted)
-        elif question.mode == "message":
-            out = [("class:question", "Deny, and tell the model (Enter sends, Esc goes back):")]
-        else:
-            out = [("class:question", "Your answer (a number, or your own words; Enter sends):")]
-        if question.complaint and question.mode != "menu":
-            out.append(("class:complaint", f"\n{question.complaint}"))
-        if not armed:
-            out.append(("class:queued", "\n(waiting for you to stop typing)"))
-        return out
-
-    def answer_prompt(self) -> str:
-        return "✎ " if self.question is not None and self.question.mode == "message" else "? "
+    @property
+    def questions(self) -> deque[Question]:
+        return self.asking.queue
 
     # --- the input -------------------------------------------------------------------------
 
@@ -728,9 +522,7 @@ class Client:
 
     def _cancel(self) -> None:
         backend = self._backend
-        for question in self.questions:
-            question.dismiss("the user stopped the turn")
-        self.questions.clear()
+        self.asking.dismiss_all("the user stopped the turn")
         self.screen.app.layout.focus(self.screen.input)
         if self.plan is not None:
             self.plan.cancel()  # its turn or its gate

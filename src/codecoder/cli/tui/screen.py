@@ -174,7 +174,7 @@ class Screen:
                 ),
                 height=1,
             ),
-            filter=Condition(client.answering),
+            filter=Condition(client.asking.answering),
         )
         queued = ConditionalContainer(
             Window(FormattedTextControl(self._queued), dont_extend_height=True, wrap_lines=False),
@@ -206,10 +206,10 @@ class Screen:
         return self._live_cache[1]
 
     def _question(self) -> Any:
-        return FormattedText(self.client.question_fragments())
+        return FormattedText(self.client.asking.fragments())
 
     def _answer_prompt(self) -> str:
-        return self.client.answer_prompt()
+        return self.client.asking.prompt()
 
     def _queued(self) -> Any:
         return FormattedText(self.client.queued_fragments(self.columns))
@@ -227,7 +227,7 @@ class Screen:
         keys = KeyBindings()
         on_input = has_focus(self.input)
         on_answer = has_focus(self.answer)
-        menu = Condition(client.menu_armed)
+        menu = Condition(client.asking.menu_armed)
 
         @keys.add("enter", filter=on_input)
         def _enter(event: KeyPressEvent) -> None:
@@ -248,11 +248,11 @@ class Screen:
 
         @keys.add("enter", filter=on_answer)
         def _answer(event: KeyPressEvent) -> None:
-            client.submit_answer(self.answer.text)
+            client.asking.submit_answer(self.answer.text)
 
         @keys.add("escape", filter=on_answer, eager=True)
         def _back(event: KeyPressEvent) -> None:
-            client.answer_escape()
+            client.asking.escape()
 
         @keys.add("c-d", filter=on_input)
         def _eof(event: KeyPressEvent) -> None:
@@ -290,11 +290,11 @@ class Screen:
                 return
             if press.key in _IGNORED:
                 return
-            client.menu_key(press.data if len(press.data) == 1 else str(press.key))
+            client.asking.menu_key(press.data if len(press.data) == 1 else str(press.key))
 
         @keys.add(Keys.BracketedPaste, filter=menu)
         def _paste_at_question(event: KeyPressEvent) -> None:
-            client.menu_key("paste")
+            client.asking.menu_key("paste")
 
         @keys.add("c-c")
         @keys.add(Keys.SIGINT)

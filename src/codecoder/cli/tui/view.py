@@ -28,6 +28,7 @@ from codecoder.kernel.events import (
     NewReasoning,
     NewToken,
     StatusUpdate,
+    Steered,
     Subagent,
     TodoUpdated,
     ToolFinished,
@@ -203,7 +204,7 @@ class View:
             self.note(f"compaction: {detail}", "dim")
         elif status in _CLIENT_STATUSES:
             return  # the client's own business (app.py)
-        elif status in ("retrying", "max_tokens", "permissions", "sandbox"):
+        elif status in ("retrying", "max_tokens", "permissions", "sandbox", "hook"):
             self.note(f"[{status}] {detail}", "yellow")
         elif detail:
             self.note(f"[{status}] {detail}", "dim")
@@ -229,6 +230,16 @@ class View:
                 self.line(f"  {box} {text}", "bold")
             else:
                 self.line(f"  {box} {text}")
+
+    def _on_Steered(self, event: Steered) -> None:
+        self._end_text()
+        first = safe_line(event.text.strip().split("\n")[0]) if event.text.strip() else ""
+        if event.by == "hook":
+            self.line(f"↪ a stop hook goes on: {cut_cells(first, self.width - 26)}", "dim")
+        elif event.next_turn:
+            self.line(f"↪ for the next turn: {cut_cells(first, self.width - 22)}", "dim")
+        else:
+            self.line(f"↪ joined the turn: {cut_cells(first, self.width - 20)}", "dim")
 
     def _on_Subagent(self, event: Subagent) -> None:
         inner = event.event
