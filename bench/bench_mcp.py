@@ -9,7 +9,12 @@
      the event-loop thread, the SDK's session, our stdio transport, the result as text).
    The overhead is ours minus raw (medians). Servers: mcp-server-time's get_current_time
    (Python) and, with `--everything dist/index.js`, server-everything's echo (node).
-2. First turn: `codecoder exec` one-reply runs against the fake wire server
+2. The GIL while the SDK loads: a thread that sleeps 1 ms in a loop (as the agent's
+   threads give up the GIL in each blocking call of a request) while another imports the
+   SDK, in fresh interpreters, with the interpreter's 5 ms switch interval and with the
+   0.5 ms the manager sets for that time (manager._SwitchInterval): how much longer than
+   asked each wake-up takes.
+3. First turn: `codecoder exec` one-reply runs against the fake wire server
    (bench_providers), alternated: no MCP server configured, against mcp-server-time
    configured (its tools not yet cached, and cached). Launch → the first HTTP request
    reaching the server, and launch → exit.
@@ -114,6 +119,44 @@ def _p90(samples: list[float]) -> float:
     return sorted(samples)[int(0.9 * (len(samples) - 1))]
 
 
+GIL_PROBE = """
+import sys, threading, time
+sys.setswitchinterval(float(sys.argv[1]))
+done = threading.Event()
+def load():
+    import mcp.client.session
+    done.set()
+threading.Thread(target=load).start()
+extra = []
+while not done.is_set():
+    started = time.perf_counter()
+    time.sleep(0.001)
+    extra.append((time.perf_counter() - started) * 1000 - 1)
+extra.sort()
+print(extra[len(extra) // 2], extra[int(len(extra) * 0.9)])
+"""
+
+
+def gil_waits(runs: int) -> None:
+    results: dict[float, list[tuple[float, float]]] = {0.005: [], 0.0005: []}
+    for _ in range(runs):
+        for interval, samples in results.items():
+            out = subprocess.run(
+                [sys.executable, "-c", GIL_PROBE, str(interval)],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.split()
+            samples.append((float(out[0]), float(out[1])))
+    print(f"a 1 ms sleep's extra wait while the SDK is imported, {runs} runs each, alternated:")
+    for interval, samples in results.items():
+        medians, p90s = zip(*samples, strict=True)
+        print(
+            f"  switch interval {interval * 1000:3.1f} ms: median {statistics.median(medians):5.2f}"
+            f" ms, p90 {statistics.median(p90s):5.2f} ms (medians of runs)"
+        )
+
+
 def first_turn(runs: int) -> None:
     with tempfile.TemporaryDirectory() as tmp, WireServer() as server:
         root = Path(tmp)
@@ -184,6 +227,7 @@ def main() -> None:
         if options.everything:
             node = ["node", options.everything, "stdio"]
             round_trips("server-everything", node, "echo", {"message": "hi"}, options.calls)
+    gil_waits(min(options.runs, 10))
     if not options.skip_turns:
         first_turn(options.runs)
 

@@ -312,3 +312,16 @@ def test_closing_before_the_first_request_starts_nothing(managers: Managers) -> 
     manager.tools()  # a request after the end starts nothing
     assert manager.statuses()[0].pid is None
     assert "mcp-loop" not in {thread.name for thread in threading.enumerate()}
+
+
+def test_the_switch_interval_is_lowered_only_while_the_sdk_loads(managers: Managers) -> None:
+    before = sys.getswitchinterval()
+    manager = McpManager(Selection(servers=(time_spec(),)))
+    managers.started.append(manager)
+    manager.start(now=False)
+    assert sys.getswitchinterval() == before
+    manager.begin()
+    lowered = sys.getswitchinterval()  # set before the loop thread starts
+    manager.wait_settled(30)
+    assert lowered == min(before, 0.0005)
+    assert sys.getswitchinterval() == before  # restored once the SDK was in

@@ -28,6 +28,7 @@ import concurrent.futures
 import contextlib
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -289,6 +290,7 @@ class McpManager:
         self._closed_event: asyncio.Event | None = None
         self._started = False
         self._deferred = False
+        self._switch = _SwitchInterval()
 
     # --- ToolSource ----------------------------------------------------------------------
 
@@ -332,6 +334,7 @@ class McpManager:
             if not self._deferred or self.closing:
                 return
             self._deferred, self._started = False, True
+        self._switch.lower()
         self.loop.start()
         for slot in self._slots.values():
             with slot.cond:
@@ -360,6 +363,7 @@ class McpManager:
             self.loop.call(self._wake_main)
             if graceful:
                 self.loop.join(CLOSE_WAIT)
+        self._switch.restore()
 
     def join(self, timeout: float = CLOSE_WAIT) -> bool:
         """Wait for the loop thread to end (after `close`); False if it has not."""
@@ -548,6 +552,7 @@ class McpManager:
             try:  # spawned first: the server starts while the SDK is imported
                 child = ChildProcess(slot.spec, asyncio.get_running_loop())
             except (OSError, ValueError) as exc:
+                self._switch.restore()
                 slot.failed(generation, _spawn_error(slot.spec, exc))
                 return
             slot.spawned(generation, child.pid)
@@ -558,6 +563,8 @@ class McpManager:
                 child.abandon()
             slot.failed(generation, f"the MCP SDK cannot be loaded ({exc}); pip install mcp")
             return
+        finally:
+            self._switch.restore()  # the heavy part, the SDK's import, is over
         await session.run(slot, generation, over, child)
 
 
@@ -585,3 +592,28 @@ def _wait_cancellable(cond: threading.Condition, timeout: float, cancel: CancelT
     finally:
         unregister()
     cancel.check()
+
+
+class _SwitchInterval:
+    """While the loop thread starts and imports the SDK (about a second of CPU under the
+    GIL), the interpreter's switch interval is 0.5 ms instead of 5: a thread of the agent
+    that wants the GIL back (sending the first request: each blocking call gives it up
+    and takes it again) waits at most that long each time. Restored once the SDK is in."""
+
+    LOW = 0.0005
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._saved: float | None = None
+
+    def lower(self) -> None:
+        with self._lock:
+            if self._saved is None:
+                self._saved = sys.getswitchinterval()
+                sys.setswitchinterval(min(self._saved, self.LOW))
+
+    def restore(self) -> None:
+        with self._lock:
+            if self._saved is not None:
+                sys.setswitchinterval(self._saved)
+                self._saved = None
