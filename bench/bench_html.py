@@ -1,4 +1,4 @@
-"""HTML → Markdown for web_fetch: markdownify against html2text (docs/adr/0002).
+"""HTML → Markdown for web_fetch: markdownify against html2text (docs/adr/0004).
 
     .venv/bin/python -m bench.bench_html [--runs 15]
 

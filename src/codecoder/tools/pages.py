@@ -1,7 +1,7 @@
 """Web pages as text for the model: HTML to Markdown, text as it is, and the wrapper that
 marks a page as untrusted.
 
-HTML goes through markdownify (MIT; docs/adr/0002-html-to-markdown.md) with ATX headings
+HTML goes through markdownify (MIT; docs/adr/0004-html-to-markdown.md) with ATX headings
 and `-` bullets: headings, bold, links, nested lists, fenced code, inline code and tables
 survive, script and style do not. It is imported at the first page, not before (~130 ms
 with BeautifulSoup), and a page is converted on a thread of its own so that a cancel
