@@ -94,6 +94,23 @@ def task_processes() -> set[int]:
     return found
 
 
+def tasks_sleeping() -> set[str]:
+    """The tasks (by marker) that have a `sleep` command running: past their clone and
+    the start of exec, inside their first command."""
+    needle = f"{MARKER_VAR}=".encode()
+    found: set[str] = set()
+    for pid in task_processes():
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            continue
+        if command.endswith(b"sleep"):
+            start = environ.index(needle) + len(needle)
+            found.add(environ[start : environ.index(b"\0", start)].decode())
+    return found
+
+
 def ten_tasks(folder: Path) -> tuple[Path, dict[str, str]]:
     """The issue's ten tasks: some pass, some fail a gate, one times out, one has a bad
     repository path; with the status each must end with."""

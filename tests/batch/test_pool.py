@@ -19,6 +19,7 @@ from tests.batch.helpers import (
     read_results,
     run_batch,
     task_processes,
+    tasks_sleeping,
     ten_tasks,
     write_script,
     write_tasks,
@@ -158,10 +159,12 @@ def test_ctrl_c_cancels_every_running_task_and_leaves_a_valid_file(
     )
     try:
         deadline = time.monotonic() + 60
-        while len(task_processes()) < 4 and time.monotonic() < deadline:
-            time.sleep(0.05)  # two tasks, each with its sleep 300 and sleep 301
+        while len(tasks_sleeping()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
         running = task_processes()
-        assert len(running) >= 4, "the tasks' commands never started"
+        if len(tasks_sleeping()) < 2:
+            os.killpg(batch.pid, signal.SIGKILL)
+            pytest.fail(f"the tasks' commands never started: {batch.communicate()[1]!r}")
         os.killpg(batch.pid, signal.SIGINT)
         _, stderr = batch.communicate(timeout=30)
     finally:

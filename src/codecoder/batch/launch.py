@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -93,10 +94,18 @@ class _Child:
             _signal_group(self.pid, signum)
 
 
+_STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+
+
 class SubprocessLauncher:
     """`python -m codecoder exec …` per task: the interpreter starts and imports anew
     each time (~150-200 ms of CPU more than a zygote's fork), and needs nothing running
-    beside it. `command` is what runs with the argv appended (tests give a stand-in)."""
+    beside it. `command` is what runs with the argv appended (tests give a stand-in).
+
+    A child inherits the signal mask of the thread that forks it, across exec, and Ray
+    runs its tasks on threads that block SIGINT and SIGTERM: an exec started from there
+    never saw the cancel (measured: killed by SIGKILL after the grace, every time). So
+    the launching thread unblocks them around the spawn."""
 
     def __init__(self, command: Sequence[str] = (sys.executable, "-m", "codecoder")) -> None:
         self.command = tuple(command)
@@ -111,6 +120,7 @@ class SubprocessLauncher:
         stderr: Path,
         on_exit: Callable[[], None],
     ) -> Running:
+        unblocked = signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
         try:
             with stdout.open("wb") as out, stderr.open("wb") as err:
                 popen = subprocess.Popen(
@@ -124,6 +134,8 @@ class SubprocessLauncher:
                 )
         except OSError as exc:
             raise LaunchError(f"cannot start codecoder exec: {exc.strerror or exc}") from None
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, unblocked)
         return _Child(popen, on_exit)
 
     def close(self) -> None:

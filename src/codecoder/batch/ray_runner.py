@@ -105,7 +105,7 @@ class _CancelWatcher:
                     return
                 self._waiting = self._signal.wait.remote(seen)
             try:
-                seen = ray.get(self._waiting)
+                seen = int(ray.get(self._waiting))
             except RayError:  # stop() cancelled the wait: the task is over
                 return
             self._control.cancel(hard=seen > 1)
@@ -127,7 +127,7 @@ class RayRunner:
         self.cpus_per_task = cpus_per_task
         self._owns_connection = owns_connection
         self._remote = ray.remote(max_retries=0)(_run_remote)
-        self._signal = (
+        self._signal: Any = (
             ray.remote(num_cpus=0)(_CancelSignal)
             .options(max_concurrency=max(1000, 2 * self.window))
             .remote()

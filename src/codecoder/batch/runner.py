@@ -18,6 +18,7 @@ import signal
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -87,15 +88,18 @@ def run_task(
     control: TaskControl,
     *,
     scratch: Path | None = None,
+    remove: Callable[[Path], None] = workspace.remove_tree,
 ) -> TaskOutcome:
     """Run one task to its result. Never raises for what a task can do wrong: a clone
-    that fails, an exec that cannot start or crashes are an `error` result."""
+    that fails, an exec that cannot start or crashes are an `error` result. Its scratch
+    folder (clone, session store, output) is handed to `remove` at the end: the local
+    pool removes it on a thread of its own, so that the next task need not wait."""
     started = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix="codecoder-batch-", dir=scratch))
     try:
         return _Run(spec, launcher, control, root, started).run()
     finally:
-        workspace.remove_tree(root)
+        remove(root)
 
 
 class _Run:
