@@ -175,8 +175,10 @@ def test_a_server_that_fails_during_a_turn_is_one_line_on_stderr(tmp_path: Path)
     code = "import sys; sys.stderr.write('GITHUB_TOKEN is not set\\n'); sys.exit(1)"
     assert codecoder("mcp", "add", "gh", "--", sys.executable, "-c", code).returncode == 0
     script = tmp_path / "script.json"
-    # the model "thinks" long enough for the server's failure to be known before Done
-    script.write_text(json.dumps([{"parts": [{"type": "sleep", "seconds": 8}, "ok"]}]))
+    # servers start at the reply's first event; the reply then goes on long enough for
+    # the server's failure to be known before Done
+    parts = ["Thinking. ", {"type": "sleep", "seconds": 8}, "ok"]
+    script.write_text(json.dumps([{"parts": parts}]))
     done = codecoder("exec", "--script", str(script), "-C", str(workspace), "go")
     assert done.returncode == 0, done.stderr
     line = (
@@ -184,4 +186,4 @@ def test_a_server_that_fails_during_a_turn_is_one_line_on_stderr(tmp_path: Path)
         "stderr: GITHUB_TOKEN is not set"
     )
     assert done.stderr.splitlines().count(line) == 1, done.stderr
-    assert done.stdout.strip() == "ok"
+    assert done.stdout.strip() == "Thinking. ok"

@@ -16,11 +16,13 @@ import pytest
 
 from codecoder.kernel.cancel import Cancelled, CancelToken
 from codecoder.kernel.events import AgentEvent, StatusUpdate, ToolOutput
-from codecoder.kernel.ports import ToolContext
+from codecoder.kernel.messages import user_message
+from codecoder.kernel.ports import ProviderRequest, ToolContext
 from codecoder.mcp import cache
 from codecoder.mcp.config import Selection, ServerSpec
 from codecoder.mcp.manager import MAX_RESTARTS, McpManager
 from codecoder.mcp.tools import McpTool
+from codecoder.providers.scripted import ScriptedProvider
 from tests.mcp.conftest import HttpServer, Managers, spec, time_spec, wait_for
 
 pytestmark = pytest.mark.timeout(180)
@@ -290,16 +292,22 @@ def test_include_and_exclude_filter_the_tools(managers: Managers) -> None:
     assert [t.name for t in without.tools()] == ["mcp__time__get_current_time"]
 
 
-def test_a_deferred_start_begins_at_the_first_request(managers: Managers) -> None:
-    """build_agent defers: nothing runs (no thread, no process) until the loop first asks
-    for tools, as its first request is about to go."""
+def test_a_deferred_start_begins_at_the_first_event_of_the_first_reply(
+    managers: Managers, tmp_path: Path
+) -> None:
+    """build_agent defers: nothing runs (no thread, no process) while the first request
+    is built and sent; the provider's first event (the request is out) starts them."""
     manager = McpManager(Selection(servers=(time_spec(),)), tap=managers.tap)
     managers.started.append(manager)
     manager.start(now=False)
+    provider = manager.gate(ScriptedProvider.from_replies([["hello"]]))
+    request = ProviderRequest(system="s", messages=(user_message("hi"),))
+    stream = provider.stream(request, CancelToken())
+    assert manager.tools() == () and manager.statuses()[0].pid is None
     assert "mcp-loop" not in {thread.name for thread in threading.enumerate()}
-    assert manager.statuses()[0].pid is None
-    manager.tools()  # what the agent loop asks before its first request
+    next(stream)  # the first event
     assert wait_for(lambda: manager.statuses()[0].pid is not None)
+    list(stream)
     manager.wait_settled(30)
     assert manager.statuses()[0].status == "ready"
 

@@ -162,8 +162,9 @@ def _mcp_servers(
 
 
 def _start_mcp(selection: Selection | None) -> McpManager | None:
-    """The servers start in the background as the session's first request goes (their
-    start-up never competes with building it), and the first turn never waits for them."""
+    """The servers start in the background once the session's first request is out (the
+    loop's provider goes through `McpManager.gate`): their start-up never competes with
+    building and sending it, and the first turn never waits for them."""
     if selection is None:
         return None
     from codecoder.mcp.manager import McpManager
@@ -279,7 +280,7 @@ def build_agent(options: AgentOptions, workspace: Path) -> AgentSetup:
     )
     journal = _journal(log, user_config)
     loop = AgentLoop(
-        provider,
+        provider if mcp is None else mcp.gate(provider),
         filter_tools(tools, options.approval),
         workspace,
         policy=policy,

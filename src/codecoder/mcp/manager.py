@@ -31,7 +31,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
@@ -39,7 +39,12 @@ import msgspec
 from codecoder.kernel.cancel import Cancelled, CancelToken
 from codecoder.kernel.events import StatusUpdate
 from codecoder.kernel.messages import ToolResult, tool_result
-from codecoder.kernel.ports import ToolContext
+from codecoder.kernel.ports import (
+    ProviderClient,
+    ProviderRequest,
+    StreamEvent,
+    ToolContext,
+)
 from codecoder.mcp import NOTICE_STATUS, cache
 from codecoder.mcp.cache import ToolEntry
 from codecoder.mcp.config import Selection, ServerSpec
@@ -295,9 +300,6 @@ class McpManager:
     # --- ToolSource ----------------------------------------------------------------------
 
     def tools(self) -> Sequence[McpTool]:
-        """The tools to offer; the first call starts servers deferred by `start`."""
-        if self._deferred:
-            self.begin()
         return self._offered
 
     def notices(self) -> Sequence[StatusUpdate]:
@@ -309,9 +311,10 @@ class McpManager:
 
     def start(self, *, now: bool = True) -> None:
         """Offer the cached tools, and start every server in the background: now, or
-        (`now` False) at the first `tools()`, which the loop asks as the session's first
-        request is about to go: the servers' start-up (a second of CPU and more) then runs
-        while the model thinks, not while that request is built and sent."""
+        (`now` False) once `begin` is called: at the first event of the session's first
+        reply when the provider goes through `gate` (the request is out by then: the
+        servers' start-up, a second of CPU and more, never delays it), or at the first
+        call of one of their tools, whichever comes first."""
         for spec, why in self.selection.left_out:
             if why.startswith("project server"):
                 self.notice(f"MCP server {spec.name} not started: {why}")
@@ -328,8 +331,14 @@ class McpManager:
         if now:
             self.begin()
 
+    def gate(self, provider: ProviderClient) -> ProviderClient:
+        """`provider`, starting the deferred servers at the first event it streams."""
+        return _BeginOnFirstEvent(provider, self)
+
     def begin(self) -> None:
         """Start the servers now if `start` deferred them (once; never after `close`)."""
+        if not self._deferred:
+            return
         with self._lock:
             if not self._deferred or self.closing:
                 return
@@ -617,3 +626,20 @@ class _SwitchInterval:
             if self._saved is not None:
                 sys.setswitchinterval(self._saved)
                 self._saved = None
+
+
+class _BeginOnFirstEvent:
+    """A session's provider whose first streamed event starts the MCP servers (when an
+    event comes back, the request has gone out). Everything else is the provider's."""
+
+    def __init__(self, inner: ProviderClient, manager: McpManager) -> None:
+        self._inner = inner
+        self._manager = manager
+
+    def stream(self, request: ProviderRequest, cancel: CancelToken) -> Iterator[StreamEvent]:
+        for event in self._inner.stream(request, cancel):
+            self._manager.begin()  # a flag test once begun
+            yield event
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
