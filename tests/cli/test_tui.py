@@ -463,3 +463,56 @@ def test_not_a_terminal_behaves_like_exec(tmp_path: Path) -> None:
     assert done.stdout == "Not made.\n"  # the answer only, as exec prints it
     assert not made.exists()  # never-ask: exec's default without a person
     assert user_messages(tmp_path) == ["make a file\nwith two lines"]
+
+
+def test_permissions_lists_the_rules_in_force_and_this_sessions_answers(
+    terminals: list[Terminal], tmp_path: Path, isolated_home: Path
+) -> None:
+    config = isolated_home / ".config" / "codecoder"
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "config.toml").write_text('[permissions]\ndeny = ["run_command(rm:*)"]\n')
+    replies = [[call("run_command", command="touch made")], ["Made."]]
+    term = start(terminals, tmp_path, replies)
+    term.line("make it")
+    term.wait_for("Allow it?")
+    term.settle(ARM)
+    term.send("a")  # always, this session
+    term.wait_for("Made.")
+    term.line("/permissions")
+    term.wait_for("this session (your answers)")
+    shown = term.text()
+    assert "allow run touch made" in shown
+    assert "deny run_command(rm:*)" in shown and str(config / "config.toml") in shown
+
+
+def test_a_model_that_cannot_be_used_leaves_the_session_as_it_was(
+    terminals: list[Terminal], tmp_path: Path
+) -> None:
+    term = start(terminals, tmp_path, [["Still here."]], env={"OPENAI_API_KEY": ""})
+    term.line("/model openai/gpt-5")
+    term.wait_for("OPENAI_API_KEY")
+    term.wait_idle()
+    term.line("hello")
+    term.wait_for("Still here.")
+    assert "scripted · approval ask" in term.display()
+
+
+def test_new_and_resume_switch_sessions_and_resume_shows_the_conversation(
+    terminals: list[Terminal], tmp_path: Path
+) -> None:
+    term = start(terminals, tmp_path, [["Answered."]])  # each session replays the script
+    term.line("in the first session")
+    term.wait_for("Answered.")
+    with SessionStore() as store:
+        (first,) = store.list_sessions(tmp_path)
+    term.line("/new")
+    term.wait_for("session ", timeout=15)
+    term.wait_idle()
+    term.line("in the second session")
+    term.wait(lambda: term.text().count("Answered.") == 2, what="the second answer")
+    with SessionStore() as store:
+        assert len(store.list_sessions(tmp_path)) == 2
+    term.line(f"/resume {first.id[:8]}")
+    term.wait_for("earlier in this session")
+    term.wait_idle()
+    assert term.text().count("in the first session") >= 2  # typed, then in the transcript

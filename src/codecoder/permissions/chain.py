@@ -88,6 +88,14 @@ class _Grants:
         self.hosts: set[tuple[str, str]] = set()
         self.tools: set[str] = set()
 
+    def describe(self) -> list[str]:
+        """What is recorded, as a person reads it."""
+        lines = [f"run `{command}`" for command in sorted(self.commands)]
+        lines += [f"run `{command}` outside the sandbox" for command in sorted(self.escalations)]
+        lines += [f"{tool} on {path}" for tool, path in sorted(self.files)]
+        lines += [f"{tool} from {host}" for tool, host in sorted(self.hosts)]
+        return lines + sorted(self.tools)
+
     def covers_call(self, tool: Tool, call: ToolCall, *, escalated: bool = False) -> bool:
         command = call.args.get("command")
         lines = self.escalations if escalated else self.commands
@@ -296,6 +304,24 @@ class RulePolicy:
         parts = self._parts(tool, call)
         with self._lock:
             _record(self._refusals, tool, call, parts, escalated=is_escalation(tool, call))
+
+    def session_answers(self) -> list[str]:
+        """The answers given for this session ("always" and "deny, this session"), one
+        line each, as a client shows them (`/permissions`)."""
+        with self._lock:
+            return [
+                *(f"allow {line}" for line in self._grants.describe()),
+                *(f"deny {line}" for line in self._refusals.describe()),
+            ]
+
+    def adopt_answers(self, other: RulePolicy) -> None:
+        """Take over `other`'s session answers (the same session, rebuilt on another
+        model by a client)."""
+        with other._lock:
+            grants, refusals = other._grants, other._refusals
+        with self._lock:
+            self._grants, self._refusals = grants, refusals
+        self.edit_tracked_gitignore = other.edit_tracked_gitignore
 
     def _parts(self, tool: Tool, call: ToolCall) -> list[Part]:
         """The parts of a call just decided (the answer follows its question), else a

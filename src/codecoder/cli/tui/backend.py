@@ -11,7 +11,6 @@ goes on with the new model.
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -169,13 +168,10 @@ class LocalBackend:
         return LocalBackend.open(options, self.workspace)
 
     def _carry(self, backend: LocalBackend) -> None:
-        """What the user granted this session goes on holding after a model switch."""
+        """What the user answered for this session goes on holding after a model switch."""
         old, new = self.setup.policy, backend.setup.policy
         if old is not None and new is not None:
-            new.edit_tracked_gitignore = old.edit_tracked_gitignore
-            with contextlib.suppress(AttributeError):
-                new._grants = old._grants  # type: ignore[attr-defined]
-                new._refusals = old._refusals  # type: ignore[attr-defined]
+            new.adopt_answers(old)
 
     def close(self) -> None:
         try:

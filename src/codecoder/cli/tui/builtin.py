@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from codecoder.cli.tui.backend import Backend
 from codecoder.cli.tui.slash import Host, Registry, SlashCommand
@@ -282,14 +282,9 @@ def _permissions(host: Host, arguments: str) -> None:
 
 
 def _session_grants(backend: Backend | None) -> list[str]:
-    if backend is None or backend.remote:
+    if backend is None or backend.remote or backend.policy is None:
         return ["*Answers given for this session are kept by the daemon.*", ""]
-    policy: Any = backend.policy
-    grants: Any = getattr(policy, "session_grants", None)
-    if not callable(grants):
-        return []
-    listed: Any = grants()
-    found = [str(text) for text in listed]
+    found = backend.policy.session_answers()
     if not found:
         return ["**this session**: no answers saved yet", ""]
     return ["**this session** (your answers)", *[f"- {text}" for text in found], ""]
