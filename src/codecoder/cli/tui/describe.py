@@ -93,8 +93,28 @@ LABELS = {
 }
 
 
+DOING = {
+    "run_command": "Running a command",
+    "read_file": "Reading",
+    "write_file": "Writing a file",
+    "edit_file": "Editing",
+    "list_dir": "Listing",
+    "glob": "Finding files",
+    "grep": "Searching",
+    "ask_user": "Asking you",
+    "todo_write": "Planning",
+    "skill": "Loading a skill",
+    "agent": "Waiting for sub-agents",
+}
+
+
 def label(name: str) -> str:
     return LABELS.get(name, name)
+
+
+def doing(name: str) -> str:
+    """What the agent is doing while the tool runs (the status line)."""
+    return DOING.get(name, f"Running {name}")
 
 
 def arguments(name: str, args: dict[str, Any]) -> str:

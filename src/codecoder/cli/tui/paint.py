@@ -10,6 +10,7 @@ hide what is about to be approved.
 from __future__ import annotations
 
 import io
+import re
 from functools import lru_cache
 from typing import Any, ClassVar
 
@@ -42,6 +43,8 @@ THEME = Theme(
     }
 )
 CODE_THEME = "ansi_dark"
+_TRAILING = re.compile(r" +((?:\x1b\[[0-9;]*m)*)$")
+_VISIBLE = re.compile(r"\x1b\[[0-9;]*m")
 """Pygments colours taken from the terminal's palette: readable on dark and light."""
 
 
@@ -148,7 +151,16 @@ class Painter:
         return self._buffer.getvalue()
 
     def markdown(self, source: str) -> str:
-        return self.render(_Markdown(safe(source)))
+        """A block as rich renders it, without the blank lines rich puts around a table
+        and the spaces it pads lines with (they would wrap when the terminal narrows)."""
+        lines = [
+            _TRAILING.sub(r"\1", line) for line in self.render(_Markdown(safe(source))).split("\n")
+        ]
+        while lines and not _VISIBLE.sub("", lines[0]).strip():
+            lines.pop(0)
+        while lines and not _VISIBLE.sub("", lines[-1]).strip():
+            lines.pop()
+        return "".join(line + "\n" for line in lines)
 
     def code(self, lines: tuple[str, ...] | list[str], language: str) -> str:
         return self.render(Padding(code_text(safe("\n".join(lines)), language), (0, 0, 0, 2)))

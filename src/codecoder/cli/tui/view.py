@@ -143,6 +143,7 @@ class View:
                 handler(event)
 
     def _on_NewToken(self, event: NewToken) -> None:
+        self.status = "Writing"
         self._end_reasoning()
         for piece in self.markdown.feed(safe(event.text)):
             self.settled.append(self._render(piece))
@@ -199,7 +200,7 @@ class View:
         if status == "thinking":
             self.status = "Thinking"
         elif status == "running_tool":
-            self.status = f"Running {describe.label(detail)}"
+            self.status = describe.doing(detail)
         elif status in ("compact", "compacting"):
             self.note(f"compaction: {detail}", "dim")
         elif status in _CLIENT_STATUSES:
