@@ -516,3 +516,58 @@ def test_new_and_resume_switch_sessions_and_resume_shows_the_conversation(
     term.wait_for("earlier in this session")
     term.wait_idle()
     assert term.text().count("in the first session") >= 2  # typed, then in the transcript
+
+
+def test_a_busy_turn_shows_reasoning_folded_the_checklist_output_tails_and_sub_agents(
+    terminals: list[Terminal], tmp_path: Path
+) -> None:
+    todo = call("todo_write", items=[{"content": "look around", "status": "in_progress"},
+                                     {"content": "report", "status": "pending"}])  # fmt: skip
+    replies = [
+        [{"type": "reasoning", "text": "First I should look at the files."}, todo],
+        [call("run_command", command="seq 1 30")],
+        [call("agent", tasks=[{"task": "find the tests"}])],
+        ["All looked at."],
+    ]
+    path = script(tmp_path, [])
+    path.write_text(
+        json.dumps(
+            {
+                "format": "codecoder-script/1",
+                "replies": replies,
+                "subagents": [
+                    {"match": "find the tests", "replies": [[call("list_dir", path=".")], ["none"]]}
+                ],
+            }
+        )
+    )
+    term = Terminal(["--no-daemon", "--script", str(path), "-C", str(tmp_path)], cwd=tmp_path)
+    terminals.append(term)
+    term.ready()
+    term.line("look around")
+    term.wait_for("All looked at.")
+    shown = term.text()
+    assert "∴ thought for" in shown and "First I should look" not in shown  # folded
+    assert "◐ look around" in shown and "☐ report" in shown
+    assert "… 20 earlier lines · ctrl+o shows all" in shown and "│ 30" in shown
+    assert "✓ Agents find the tests" in shown
+    assert shown.index("✓ Agents find the tests") < shown.index(": done · 1 tool call")
+    term.send("\x0f")  # Ctrl+O: the whole output
+    term.wait_for("── end of output ──")
+    assert "\n1\n2\n3\n" in term.text()
+    term.send("\x14")  # Ctrl+T: the reasoning in full
+    term.wait_for("First I should look at the files.")
+
+
+def test_history_and_completion_at_the_prompt(terminals: list[Terminal], tmp_path: Path) -> None:
+    term = start(terminals, tmp_path, [["One."]])
+    term.line("an earlier message")
+    term.wait_for("One.")
+    term.wait_idle()
+    term.send("\x1b[A")  # Up: the last message again
+    term.wait(lambda: f"{MARK} an earlier message" in term.display(), what="history")
+    term.send("\x15")  # Ctrl+U: clear the line
+    term.send("/he")
+    term.settle(0.2)
+    term.send("\t")
+    term.wait(lambda: f"{MARK} /help" in term.display(), what="completion")

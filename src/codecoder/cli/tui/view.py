@@ -174,6 +174,7 @@ class View:
 
     def _on_ToolFinished(self, event: ToolFinished, diff: Diff | None) -> None:
         tool = self.tools.pop(event.id, None) or _Tool(event.id, event.name, {}, time.monotonic())
+        children = list(self.children.values()) if tool.name == "agent" else []
         if tool.name == "agent":
             self.children.clear()
         self._end_text()
@@ -185,6 +186,10 @@ class View:
         detail = self._detail(event, tool)
         timing = f" · {elapsed:.1f}s" if elapsed >= 0.5 else ""
         self.settled.append(head + styled(f"{detail}{timing}", "dim", color=self.color) + "\n")
+        for child in children:  # the sub-agents, under the call that started them
+            self.line(
+                f"  ↳ {child.id}: {child.activity} · {counted(child.tools, 'tool call')}", "dim"
+            )
         if event.error is not None:
             message = safe_line(event.error.message)
             self.line(f"  {cut_cells(message, max(self.width - 2, 10))}", "red")
@@ -255,9 +260,6 @@ class View:
         elif isinstance(inner, Done):
             child.state = inner.reason
             child.activity = "done" if inner.reason == "completed" else inner.reason
-            self.line(
-                f"  ↳ {child.id}: {child.activity} · {counted(child.tools, 'tool call')}", "dim"
-            )
         elif isinstance(inner, Error):
             child.activity = f"error: {safe_line(inner.message)}"
         elif isinstance(inner, NewToken) and child.activity in ("starting", "thinking"):
