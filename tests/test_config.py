@@ -65,7 +65,7 @@ def problem(tmp_path: Path, text: str) -> str:
         ),
         (
             "[zzz]\n",
-            ":1: unknown table [zzz] (valid here: compaction, http, mcp, model, models, "
+            ":1: unknown table [zzz] (valid here: compaction, hooks, http, mcp, model, models, "
             "permissions, prices, providers, record, sandbox, shell, subagents, web)",
         ),
     ],
@@ -301,4 +301,5 @@ def test_the_schema_is_one_module_that_declares_every_table() -> None:
         "mcp",
         "web",
         "record",
+        "hooks",
     }

@@ -146,6 +146,29 @@ class SandboxTable(_Table, frozen=True, forbid_unknown_fields=True):
     """run_command patterns (`npm install:*`) of the commands that get the network."""
 
 
+class HookTable(_Table, frozen=True, forbid_unknown_fields=True):
+    """One `[[hooks.EVENT]]` (docs/hooks.md): a command of yours run at that point of a
+    session, a JSON object on its stdin."""
+
+    command: Annotated[str, msgspec.Meta(min_length=1)]
+    matcher: str | None = None
+    """pre_tool / post_tool only: tool names (`*` globs, `|` between alternatives)."""
+    timeout: Seconds = 60.0
+    """Seconds before the hook's process tree is killed."""
+
+
+class HooksTable(_Table, frozen=True, forbid_unknown_fields=True):
+    """`[[hooks.EVENT]]` tables, by event. A project's run only in a trusted folder and
+    once approved (`codecoder hooks approve`)."""
+
+    session_start: list[HookTable] = []
+    user_prompt: list[HookTable] = []
+    pre_tool: list[HookTable] = []
+    post_tool: list[HookTable] = []
+    pre_compact: list[HookTable] = []
+    stop: list[HookTable] = []
+
+
 class RecordTable(_Table, frozen=True, forbid_unknown_fields=True):
     """`[record]`: what a replay needs is kept with each session (`codecoder replay`)."""
 
@@ -168,6 +191,7 @@ class Config(_Table, frozen=True, forbid_unknown_fields=True):
     mcp: McpTable = McpTable()
     web: WebTable = WebTable()
     record: RecordTable = RecordTable()
+    hooks: HooksTable = HooksTable()
 
 
 class TrustedFile(_Table, frozen=True, forbid_unknown_fields=True):

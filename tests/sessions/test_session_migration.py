@@ -79,7 +79,7 @@ def test_a_version_1_database_migrates_with_its_data(db: Path) -> None:
         assert store.get(PARENT).message_count == 6
         assert [s.id for s in store.list_sessions("/proj")] == [PARENT, CHILD]
     conn = sqlite3.connect(db)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == CURRENT_VERSION == 5
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == CURRENT_VERSION == 6
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     conn.close()
 

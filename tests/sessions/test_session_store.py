@@ -253,7 +253,7 @@ def test_file_mode_pragmas_and_private_permissions(store: SessionStore, db: Path
     assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
     assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 5000
     assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 5
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 6
     assert conn.isolation_level is None
 
 

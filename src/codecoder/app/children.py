@@ -71,6 +71,8 @@ class SubagentFactory(msgspec.Struct):
     """The parent's sandbox: a sub-agent's commands and grep run in it too."""
     tracer: Tracer | None = None
     """The parent's `--trace`: a sub-agent's lines go there too, under its own name."""
+    wrap: Callable[[list[Tool]], list[Tool]] | None = None
+    """Put around a sub-agent's tools as around the parent's (hooks, checkpoints)."""
 
     def agent_tool(self) -> AgentTool | None:
         """The `agent` tool for a loop at this depth, or None at the depth limit."""
@@ -92,6 +94,7 @@ class SubagentFactory(msgspec.Struct):
             self.resolve_model,
             self.sandbox,
             self.tracer,
+            self.wrap,
         )
         tools = child.toolbox(profile)
         instructions = CHILD_PROMPT
@@ -127,7 +130,8 @@ class SubagentFactory(msgspec.Struct):
         if agent is not None:
             available["agent"] = agent
         granted = narrow_tools(list(available), profile.tools if profile else None)
-        return [available[name] for name in granted]
+        tools = [available[name] for name in granted]
+        return self.wrap(tools) if self.wrap is not None else tools
 
     def _profile(self, name: str | None) -> AgentProfile | None:
         if name is None:

@@ -25,6 +25,8 @@ from codecoder.tools.environment import ChildEnvironment
 from codecoder.tools.process import ProcessManager
 
 if TYPE_CHECKING:
+    from codecoder.hooks.bridge import HookGates
+    from codecoder.kernel.ports import ToolSource
     from codecoder.mcp.config import Selection
     from codecoder.mcp.manager import McpManager
     from codecoder.sandbox.runtime import Sandbox
@@ -67,10 +69,12 @@ def default_tools(
     *,
     sandbox: Sandbox | None = None,
     tracer: Tracer | None = None,
+    wrap: Callable[[list[Tool]], list[Tool]] | None = None,
 ) -> list[Tool]:
     """The main agent's toolbox: files, search, commands, questions, checklist, skills
     and sub-agents; `sandbox` confines the commands and grep's children, `tracer` gets
-    the sub-agents' lines."""
+    the sub-agents' lines, `wrap` goes around every tool, the sub-agents' too
+    (checkpoints, hooks: app/control.py)."""
     from codecoder.app.children import SubagentFactory, SubagentSettings
     from codecoder.context.profiles import load_profiles
     from codecoder.tools.ask import AskUserTool
@@ -103,11 +107,12 @@ def default_tools(
         policy=policy,
         sandbox=sandbox,
         tracer=tracer,
+        wrap=wrap,
     )
     agent = factory.agent_tool()
     if agent is not None:
         tools.append(agent)
-    return tools
+    return wrap(tools) if wrap is not None else tools
 
 
 def web_fetch(user_config: dict[str, Any]) -> Tool:
@@ -243,7 +248,8 @@ def _model_hint(spec: str, config: dict[str, Any]) -> str | None:
 
 def build_agent(options: AgentOptions, workspace: Path) -> AgentSetup:
     """The agent of one `exec` run, its session opened (new, continued or resumed)."""
-    from codecoder.sessions import SessionError, SessionLog, SessionStore
+    from codecoder.app import control
+    from codecoder.sessions import SessionError, SessionStore
 
     if options.max_rounds < 1:
         raise WiringError("--max-rounds must be at least 1")
@@ -263,22 +269,32 @@ def build_agent(options: AgentOptions, workspace: Path) -> AgentSetup:
         tracer = _tracer(options.trace, options.trace_bodies)
         _web_guard(user_config)  # a bad [web] entry stops us before a session is made
         servers = _mcp_servers(workspace, user_config, policy.trusted, options.approval)
+        hook_set = control.hook_set(workspace, user_config, policy.trusted)
         if session_id is None:
             session_id = store.create(workspace, model)
-        log = SessionLog(store, session_id)
+        log = control.TurnLog(store, session_id)
         if info is not None:
             messages = log.resume()
         first_turn = log.info().turns
         next_id = (store.last_message_id(session_id) or 0) + 1
-    except (SessionError, WiringError) as exc:
+    except (SessionError, WiringError, control.ControlError) as exc:
         store.close()
         raise WiringError(str(exc)) from exc
     manager = ProcessManager(environment=_child_environment(user_config))
     mcp = _start_mcp(servers)
+    hooks = control.hook_runner(hook_set, manager, workspace, session_id)
+    kept = control.checkpoints(store, session_id, workspace, log)
+    wrap = control.tool_wrapper(kept, hooks)
     tools = default_tools(
-        workspace, provider, manager, user_config, policy, sandbox=sandbox, tracer=tracer
+        workspace, provider, manager, user_config, policy, sandbox=sandbox, tracer=tracer, wrap=wrap
     )
     journal = _journal(log, user_config)
+    source: ToolSource | None = mcp
+    gates: HookGates | None = None
+    if hooks is not None:
+        from codecoder.hooks.bridge import HookGates, HookNotices
+
+        source, gates = HookNotices(hooks, mcp), HookGates(hooks, resumed=info is not None)
     loop = AgentLoop(
         provider if mcp is None else mcp.gate(provider),
         filter_tools(tools, options.approval),
@@ -292,9 +308,12 @@ def build_agent(options: AgentOptions, workspace: Path) -> AgentSetup:
         first_turn=first_turn,
         next_id=next_id,
         compactor=compactor,
-        tool_source=journal.source(mcp) if mcp is not None else None,
+        tool_source=journal.source(source) if source is not None else None,
         journal=journal,
+        prompt_gate=gates if control.prompt_hooks(hooks) else None,
+        stop_gate=gates if hooks is not None and hooks.has("stop") else None,
     )
+    log.turn = kept.turn = lambda: loop.turn
     setup = AgentSetup(
         loop=loop,
         session_id=session_id,
@@ -308,6 +327,13 @@ def build_agent(options: AgentOptions, workspace: Path) -> AgentSetup:
     )
     if mcp is not None:
         setup.closers.append(mcp.close)  # closed first: servers still starting are killed
+    if hooks is not None:
+        hooks.turn = lambda: loop.turn
+        if hooks.has("pre_compact"):
+            from codecoder.hooks.bridge import CompactionGate
+
+            compactor.before = gate = CompactionGate(hooks)
+            setup.closers.append(gate.close)  # first: a hook still running is killed
     return setup
 
 

@@ -31,6 +31,8 @@ COMMANDS = (
     "trace",
     "batch",
     "mcp",
+    "hooks",
+    "undo",
 )
 _WITH_VALUE = ("-m", "--model", "--script", "-C", "--cwd", "--approval", "--max-rounds")
 _WITH_VALUE += ("--trace", "--resume", "--sandbox")
@@ -218,9 +220,10 @@ def build_parser(first: str | None = None) -> argparse.ArgumentParser:
     faces = (provider_commands, sessions_cmd, prompt_cmd, trust_cmd, daemon_cmd)
     for module in (*faces, replay_cmd, trace_cmd, batch_cmd):
         module.add_parsers(sub)
-    from codecoder.cli import mcp_cmd
+    from codecoder.cli import hooks_cmd, mcp_cmd, undo_cmd
 
-    mcp_cmd.add_parsers(sub)
+    for module in (mcp_cmd, hooks_cmd, undo_cmd):
+        module.add_parsers(sub)
     return parser
 
 

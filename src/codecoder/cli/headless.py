@@ -184,7 +184,7 @@ class _Runner:
             inner = inner.event
         if isinstance(inner, ConfirmRequest | AskUser):
             self._question(inner)
-        if isinstance(inner, StatusUpdate) and inner.status in (NOTICE_STATUS, MCP_NOTICE):
+        if isinstance(inner, StatusUpdate) and inner.status in (NOTICE_STATUS, MCP_NOTICE, "hook"):
             _progress(f"codecoder: {inner.detail}")  # on stderr also with --json
         if isinstance(event, Error):
             self.failure = event

@@ -245,13 +245,54 @@ class ReplayLine(_Line, frozen=True, tag="replay"):
     not_rerun: list[str]
 
 
-Line = SessionLine | EventLine | PlanLine | ReplayLine
+# --- `codecoder undo --json`: what an undo or redo restored, or why it did not ------
+
+
+class UndoFile(msgspec.Struct, frozen=True):
+    path: str
+    action: str
+
+
+class UndoConflict(msgspec.Struct, frozen=True):
+    path: str
+    why: str
+
+
+class UndoLine(_Line, frozen=True, tag="undo"):
+    direction: Literal["undo", "redo"]
+    session_id: str
+    turn: int
+    done: bool
+    dry_run: bool
+    files: list[UndoFile]
+    conflicts: list[UndoConflict]
+    diff: str
+    fork: str | None
+
+
+def undo_line(report: Any) -> UndoLine:
+    """The line of a checkpoints.restore.UndoReport (imported by its caller only)."""
+    return UndoLine(
+        report.direction,
+        report.session_id,
+        report.turn,
+        report.done,
+        report.dry_run,
+        [UndoFile(f.path, f.action) for f in report.files],
+        [UndoConflict(c.path, c.why) for c in report.conflicts],
+        report.diff,
+        report.fork,
+    )
+
+
+Line = SessionLine | EventLine | PlanLine | ReplayLine | UndoLine
 
 LINE_TYPES: tuple[type[_Line], ...] = (
     SessionLine,
     *EventLine.__args__,  # type: ignore[attr-defined]
     *PlanLine.__args__,  # type: ignore[attr-defined]
     ReplayLine,
+    UndoLine,
 )
 
 

@@ -127,7 +127,7 @@ class Renderer:
         self.mode = "idle"
 
     def _on_StatusUpdate(self, event: StatusUpdate) -> None:
-        if event.status in ("retrying", "compact", "max_tokens", "sandbox", "mcp"):
+        if event.status in ("retrying", "compact", "max_tokens", "sandbox", "mcp", "hook"):
             self._enter("idle")
             self._write(self.style(f"[{event.status}] {event.detail}", "yellow") + "\n")
 

@@ -11,7 +11,7 @@ assistant message. Nothing is deleted; the store keeps the full history.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from queue import SimpleQueue
 from typing import Any
 
@@ -101,6 +101,10 @@ class ThreadedCompactor:
         self._idle.set()
         self._ready: CompactedView | None = None
         self.last_error: str | None = None
+        self.before: Callable[[str, int], str | None] | None = None
+        """Asked before each summary is made (the pre_compact hooks: hooks/bridge.py)
+        with the trigger (`auto`: the threshold; `manual`: /compact or a context-length
+        error) and the tokens; a reason skips that compaction."""
 
     # --- the Compactor protocol -----------------------------------------------------
 
@@ -161,7 +165,7 @@ class ThreadedCompactor:
         while (job := self._jobs.get()) is not None:
             view, tokens, reply = job
             try:
-                result = self._prepare(view, tokens)
+                result = self._prepare(view, tokens, "auto" if reply is None else "manual")
             except Exception as exc:  # whatever fails, the waiter gets its answer
                 self.last_error = getattr(exc, "message", None) or repr(exc)
                 result = None
@@ -173,9 +177,12 @@ class ThreadedCompactor:
                 self._ready = result
                 self._idle.set()
 
-    def _prepare(self, view: list[Message], tokens: int) -> CompactedView | None:
+    def _prepare(self, view: list[Message], tokens: int, trigger: str) -> CompactedView | None:
         cut = cut_point(view, self.keep_tokens, self._estimate)
         if cut is None:
+            return None
+        if self.before is not None and (reason := self.before(trigger, tokens)) is not None:
+            self.last_error = reason
             return None
         older, tail = view[:cut], view[cut:]
         request = ProviderRequest(

@@ -36,6 +36,7 @@ from codecoder.kernel.events import (
     NewReasoning,
     NewToken,
     StatusUpdate,
+    Steered,
     Subagent,
     TodoItem,
     TodoUpdated,
@@ -229,6 +230,19 @@ class RemoteAgent:
     def cancel(self) -> None:
         self.client.conn.notify("session/cancel", {"sessionId": self.session_id})
 
+    def steer(self, text: str) -> bool:
+        """`_codecoder/steer`; True when a turn was running to take it."""
+        params = {"sessionId": self.session_id, "text": text}
+        return bool(self.client.call("_codecoder/steer", params).get("running"))
+
+    def undo(self, **options: Any) -> dict[str, Any]:
+        """`_codecoder/undo` (options in its camelCase: turn, redo, dryRun, force,
+        withHistory); the daemon's answer."""
+        result: dict[str, Any] = self.client.call(
+            "_codecoder/undo", {"sessionId": self.session_id, **options}
+        )
+        return result
+
     def next_event(self, timeout: float | None = None) -> AgentEvent | None:
         try:
             return self._events.get(timeout=timeout)
@@ -292,6 +306,9 @@ class RemoteAgent:
                 return Subagent(str(params.get("agentId")), inner)
             if method == "_codecoder/request_resolved":
                 return StatusUpdate("request_resolved", str(params.get("toolCallId", "")))
+            if method == "_codecoder/steered":
+                by = "hook" if params.get("by") == "hook" else "user"
+                return Steered(str(params.get("text", "")), params.get("nextTurn") is True, by)
         except (msgspec.ValidationError, TypeError):
             return None
         return None

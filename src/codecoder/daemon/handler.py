@@ -262,6 +262,35 @@ class AcpHandler:
         live.prompt(conn, params.request_id, text)
         return _LATER
 
+    def steer(self, conn: Connection, params: _Params) -> dict[str, Any]:
+        """`_codecoder/steer`: the text joins the running turn at its next round boundary
+        (or is the next turn's message if the turn ends first); with no turn running it
+        runs as one. `running` says which."""
+        live = self.hub.get(params.get("sessionId"))
+        if not live.attached(conn):
+            raise RpcError(SERVER_ERROR, "attach to the session first (session/load)")
+        return {"running": live.steer(conn, params.text("text"))}
+
+    def undo(self, conn: Connection, params: _Params) -> dict[str, Any]:
+        """`_codecoder/undo`: put back the files a turn of the session changed (or, with
+        `redo`, what an undo took away); refused, with the files, where one changed since."""
+        live = self.hub.get(params.get("sessionId"))
+        if not live.attached(conn):
+            raise RpcError(SERVER_ERROR, "attach to the session first (session/load)")
+        turn = params.get("turn")
+        if turn is not None and (not isinstance(turn, int) or isinstance(turn, bool)):
+            raise RpcError(INVALID_PARAMS, "`turn` must be an integer")
+        flags = {}
+        for key, name in (("redo", "redo"), ("dryRun", "dry_run"), ("force", "force"),
+                          ("withHistory", "with_history")):  # fmt: skip
+            value = params.get(key)
+            if value is not None and not isinstance(value, bool):
+                raise RpcError(INVALID_PARAMS, f"`{key}` must be true or false")
+            flags[name] = bool(value)
+        if flags["redo"] and flags["with_history"]:
+            raise RpcError(INVALID_PARAMS, "`withHistory` rewinds with an undo, not a redo")
+        return live.undo(turn=turn, **flags)
+
     def set_mode(self, conn: Connection, params: _Params) -> dict[str, Any]:
         live = self.hub.get(params.get("sessionId"))
         mode = params.get("modeId")
@@ -372,4 +401,6 @@ _METHODS: dict[str, Method] = {
     "_codecoder/session/attach": AcpHandler.attach,
     "_codecoder/session/detach": AcpHandler.detach,
     "_codecoder/shutdown": AcpHandler.shutdown,
+    "_codecoder/steer": AcpHandler.steer,
+    "_codecoder/undo": AcpHandler.undo,
 }

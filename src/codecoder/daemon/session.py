@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from codecoder.daemon import acp
-from codecoder.daemon.rpc import SERVER_ERROR, Connection, RpcError
+from codecoder.daemon.rpc import RESOURCE_NOT_FOUND, SERVER_ERROR, Connection, RpcError
 from codecoder.kernel.events import (
     AgentEvent,
     AskUser,
@@ -41,6 +41,7 @@ from codecoder.kernel.events import (
     Error,
     NewToken,
     StatusUpdate,
+    Steered,
     Subagent,
     Usage,
 )
@@ -96,7 +97,8 @@ class LiveSession:
         self._turn_complete = True
         """The buffer holds every frame of the running turn (not overflowed)."""
         self._base = self._last_message_id()
-        self._prompts: deque[tuple[Connection, Any]] = deque()
+        self._prompts: deque[tuple[Connection | None, Any]] = deque()
+        """Who waits for each turn queued or running (None: a turn a steer made)."""
         self._questions: dict[str, _Pending] = {}
         self._error: str | None = None
         self._timer: threading.Timer | None = None
@@ -165,6 +167,72 @@ class LiveSession:
                 if (conn, request_id) in self._prompts:
                     self._prompts.remove((conn, request_id))
             raise RpcError(SERVER_ERROR, "the session has ended") from exc
+
+    def steer(self, conn: Connection, text: str) -> bool:
+        """Steer the running turn (`_codecoder/steer`); True when one runs. With none, the
+        text runs as a turn at once, as the kernel does, with no request to answer at its
+        end (the stream and `_codecoder/steered` say what happened)."""
+        frame = self._frame({"sessionUpdate": "user_message_chunk", "content": _text(text)})
+        with self._lock:
+            running = bool(self._prompts)
+            if not running:
+                self._prompts.append((None, None))  # its Done answers nobody
+                self._keep(frame)
+                for other in self._subscribers:
+                    if other is not conn:
+                        other.send_bytes(frame)
+            try:
+                if running:
+                    self.handle.steer(text)
+                else:
+                    if self.setup.log is not None:
+                        self.setup.log.begin_turn()
+                    self.handle.send(text)
+            except AgentClosed as exc:
+                if not running and (None, None) in self._prompts:
+                    self._prompts.remove((None, None))
+                raise RpcError(SERVER_ERROR, "the session has ended") from exc
+        return running
+
+    def undo(self, **options: Any) -> dict[str, Any]:
+        """`_codecoder/undo`: undo or redo a turn of this session (checkpoints/restore.py),
+        never while a turn runs (its files are still changing)."""
+        from codecoder.checkpoints.restore import UndoError, apply, pick
+
+        log = self.setup.log
+        if log is None:
+            raise RpcError(SERVER_ERROR, "this session keeps no checkpoints")
+        if self.running:
+            raise RpcError(SERVER_ERROR, "a turn is running: undo once it is done")
+        direction = "redo" if options.get("redo") else "undo"
+        try:
+            row = pick(
+                log.store,
+                self.workspace,
+                session_id=self.id,
+                turn=options.get("turn"),
+                direction=direction,
+            )
+        except UndoError as exc:
+            raise RpcError(RESOURCE_NOT_FOUND, str(exc)) from exc
+        report = apply(
+            log.store,
+            row,
+            direction,
+            dry_run=bool(options.get("dry_run")),
+            force=bool(options.get("force")),
+            with_history=bool(options.get("with_history")),
+        )
+        return {
+            "direction": report.direction,
+            "turn": report.turn,
+            "done": report.done,
+            "dryRun": report.dry_run,
+            "files": [{"path": f.path, "action": f.action} for f in report.files],
+            "conflicts": [{"path": c.path, "why": c.why} for c in report.conflicts],
+            "diff": report.diff,
+            "forkSessionId": report.fork,
+        }
 
     def cancel(self) -> None:
         with contextlib.suppress(AgentClosed):
@@ -236,9 +304,26 @@ class LiveSession:
             self._extension("_codecoder/usage", msgspec.to_builtins(event))
         elif isinstance(event, Compacted):
             self._extension("_codecoder/compacted", msgspec.to_builtins(event))
+        elif isinstance(event, Steered):
+            self._steered(event)
         else:
             for update in self._calls.updates(event):
                 self._emit(update)
+
+    def _steered(self, event: Steered) -> None:
+        """What became of a steer (or a hook's text): every client is told (the terminal
+        client shows "joined the turn" or "for the next turn"); one that joined is also a
+        user message of the stream. A steer too late for its turn runs as the next turn,
+        whose Done then answers nobody."""
+        if event.next_turn:
+            with self._lock:
+                self._prompts.append((None, None))
+            if self.setup.log is not None:
+                self.setup.log.begin_turn()
+        params = {"text": event.text, "nextTurn": event.next_turn, "by": event.by}
+        self._extension("_codecoder/steered", params)
+        for update in self._calls.updates(event):
+            self._emit(update)
 
     def _subagent(self, event: Subagent) -> None:
         inner = event.event
@@ -262,9 +347,9 @@ class LiveSession:
             self._base = self._last_message_id()
         for pending in stale:
             self._resolved(pending, None, "the turn ended")
-        if head is None:
-            return
-        conn, request_id = head
+        conn, request_id = head if head is not None else (None, None)
+        if conn is None:
+            return  # none waiting, or a turn a steer made
         if event.reason == "error" and error:
             conn.error(request_id, SERVER_ERROR, error)
         else:

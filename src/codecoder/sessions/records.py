@@ -42,6 +42,26 @@ class SessionInfo(msgspec.Struct, frozen=True):
 SESSION_COLUMNS = ", ".join(SessionInfo.__struct_fields__)
 
 
+class CheckpointRow(msgspec.Struct, frozen=True):
+    """One row of the checkpoints table: the files turn `turn` changed, as JSON
+    (checkpoints/record.py reads it), in the object store `store`; `state` is `done` or
+    `undone`; `changed_at` when that last changed."""
+
+    id: int
+    session_id: str
+    turn: int
+    message_id: int | None
+    workspace: str
+    store: str
+    files: bytes
+    state: str
+    created_at: float
+    changed_at: float
+
+
+CHECKPOINT_COLUMNS = ", ".join(CheckpointRow.__struct_fields__)
+
+
 def title_of(message: Message) -> str | None:
     """A session's title: the first non-blank line of its first user message, capped."""
     if message.role != "user":

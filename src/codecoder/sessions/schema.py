@@ -16,6 +16,10 @@ Version 5 — what a replay needs besides the messages (kernel/journal.py): `mes
 the record's entries that precede a message, in its row (no statement of its own), and
 `records`, the entries a turn's end writes with no message to go with (`after`: the id of
 the last message then).
+Version 6 — `checkpoints`: the files each turn changed in the workspace, as they were before
+and after it (object ids in the workspace's private object store, checkpoints/), whether
+the turn is undone, and the id of the turn's first message (a fork before it rewinds the
+conversation): `codecoder undo`, `/undo`, `_codecoder/undo`.
 """
 
 from __future__ import annotations
@@ -126,6 +130,25 @@ def _to_v5(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX records_by_session ON records (session_id, id)")
 
 
+def _to_v6(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        """CREATE TABLE checkpoints (
+            id         INTEGER PRIMARY KEY,
+            session_id TEXT NOT NULL,
+            turn       INTEGER NOT NULL,
+            message_id INTEGER,
+            workspace  TEXT NOT NULL,
+            store      TEXT NOT NULL,
+            files      BLOB NOT NULL,
+            state      TEXT NOT NULL DEFAULT 'done',
+            created_at REAL NOT NULL,
+            changed_at REAL NOT NULL,
+            UNIQUE (session_id, turn)
+        )"""
+    )
+    conn.execute("CREATE INDEX checkpoints_by_workspace ON checkpoints (workspace, changed_at)")
+
+
 def _to_v1(conn: sqlite3.Connection) -> None:
     for statement in V1_DDL.split(";"):
         if statement.strip():
@@ -138,6 +161,7 @@ MIGRATIONS: tuple[Callable[[sqlite3.Connection], None], ...] = (
     _to_v3,
     _to_v4,
     _to_v5,
+    _to_v6,
 )
 """MIGRATIONS[n] takes a database from version n to n + 1."""
 

@@ -45,8 +45,10 @@ from codecoder.sessions.errors import (
     UnknownSession,
 )
 from codecoder.sessions.records import (
+    CHECKPOINT_COLUMNS,
     PLAN_RUN_COLUMNS,
     SESSION_COLUMNS,
+    CheckpointRow,
     MilestoneRecord,
     PlanRunInfo,
     SessionInfo,
@@ -431,6 +433,68 @@ class SessionStore:
             changed = conn.execute(sql, (*first, time.time(), run_id, milestone)).rowcount
             if not changed:
                 raise SessionError(f"plan run {run_id[:8]} has no milestone {milestone!r}")
+
+    # --- checkpoints (checkpoints/: undo) ---------------------------------------------
+
+    def save_checkpoint(
+        self,
+        session_id: str,
+        turn: int,
+        *,
+        message_id: int | None,
+        workspace: Path | str,
+        store: str,
+        files: bytes | None,
+    ) -> None:
+        """Keep what turn `turn` changed (`files`, JSON), replacing what was kept for it
+        so far; None removes it (the turn's changes came to nothing)."""
+        now = time.time()
+        with self._write() as conn:
+            if files is None:
+                conn.execute(
+                    "DELETE FROM checkpoints WHERE session_id = ? AND turn = ?", (session_id, turn)
+                )
+                return
+            conn.execute(
+                "INSERT INTO checkpoints (session_id, turn, message_id, workspace, store, files,"
+                " created_at, changed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (session_id, turn) DO UPDATE SET files = excluded.files,"
+                " message_id = coalesce(checkpoints.message_id, excluded.message_id),"
+                " state = 'done', changed_at = excluded.changed_at",
+                (session_id, turn, message_id, _workspace(workspace), store, files, now, now),
+            )
+
+    def checkpoints(
+        self, *, session_id: str | None = None, workspace: Path | str | None = None
+    ) -> list[CheckpointRow]:
+        """The checkpoints of a session or of a workspace, the most recently changed
+        first."""
+        where, params = [], []
+        if session_id is not None:
+            where.append("session_id = ?")
+            params.append(session_id)
+        if workspace is not None:
+            where.append("workspace = ?")
+            params.append(_workspace(workspace))
+        clause = f"WHERE {' AND '.join(where)}" if where else ""
+        rows = (
+            self._conn()
+            .execute(
+                f"SELECT {CHECKPOINT_COLUMNS} FROM checkpoints {clause}"
+                " ORDER BY changed_at DESC, id DESC",
+                params,
+            )
+            .fetchall()
+        )
+        return [CheckpointRow(*row) for row in rows]
+
+    def set_checkpoint_state(self, checkpoint_id: int, state: str) -> None:
+        """`done` or `undone`, now."""
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE checkpoints SET state = ?, changed_at = ? WHERE id = ?",
+                (state, time.time(), checkpoint_id),
+            )
 
     def token_estimate(self, session_id: str, *, after: int | None = None) -> int:
         """Estimated tokens of the stored messages (above `after`), from the index alone."""

@@ -1,0 +1,272 @@
+"""The private object store of one workspace: a git directory of ours (docs/undo.md).
+
+`$XDG_DATA_HOME/codecoder/checkpoints/<sha256 of the workspace's real path>/` holds a
+git directory with its own index (`GIT_DIR`, `GIT_INDEX_FILE`, `GIT_WORK_TREE` set for
+every call), so snapshots never touch the user's `.git` or index, work outside any
+repository, and survive the user's `git gc`. We never commit and never run gc: objects
+are only added.
+
+A repository is untrusted input, so git runs here as it runs nowhere else:
+
+- no config but ours: `GIT_CONFIG_NOSYSTEM`, `GIT_CONFIG_GLOBAL=/dev/null`, and GIT_DIR
+  is ours, so the repository's `.git/config` (filters, fsmonitor, hooksPath, includes,
+  aliases) is never read; the settings of tools/environment.py (`core.fsmonitor=false`
+  and `safe.bareRepository=explicit` in the command-line scope, `GIT_CEILING_DIRECTORIES`)
+  come on top, and `core.hooksPath=/dev/null`;
+- no attributes of the work tree: `info/attributes` of our directory (which outranks
+  every `.gitattributes`) unsets `text`, `eol`, `filter`, `ident`, `working-tree-encoding`
+  and `crlf` for every path, so a blob is the file's bytes, and no filter driver runs;
+- the work tree's `.gitignore` files and `.git/info/exclude` decide what is ignored (the
+  issue's "ignored files excluded"); a `.git` folder is never added (git skips the name),
+  and a nested repository is kept as a pointer (a gitlink), never restored.
+
+Blobs of single files are written and read here in Python (git's loose object format), so
+a file tool's checkpoint costs no git process at all; `snapshot` runs `git add -A` and
+`git write-tree` (the index's stat cache makes an unchanged tree cost a walk, not a read
+of every file), and `changes` one `git diff-tree`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import stat
+import subprocess
+import tempfile
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import msgspec
+
+from codecoder import paths
+from codecoder.tools.environment import add_git_safety, git_ceiling, repository_top
+
+MODES = ("100644", "100755", "120000")
+"""The modes of a file we restore (a gitlink, 160000, is never restored)."""
+ATTRIBUTES = "* -text -eol -crlf -filter -ident -working-tree-encoding -diff -merge -delta\n"
+EXCLUDES = ".codecoder/config.local.toml\n"
+"""Never snapshotted: CodeCoder's own answers, written while a turn asks."""
+GIT_TIMEOUT = 120.0
+
+
+class StoreError(Exception):
+    """The object store cannot be used (no git, a full disk, a damaged store)."""
+
+
+class FileState(msgspec.Struct, frozen=True, array_like=True):
+    """A file as a blob: `mode` (100644, 100755, 120000 for a symlink) and its id."""
+
+    mode: str
+    sha: str
+
+
+def store_dir(workspace: Path) -> Path:
+    real = os.path.realpath(workspace)
+    return paths.data_dir() / "checkpoints" / hashlib.sha256(real.encode()).hexdigest()[:32]
+
+
+class ObjectStore:
+    """The object store of `workspace` (created on first use)."""
+
+    def __init__(self, workspace: Path, directory: Path | None = None) -> None:
+        self.workspace = Path(os.path.realpath(workspace))
+        self.dir = directory or store_dir(self.workspace)
+        self._env: dict[str, str] | None = None
+
+    # --- blobs, in Python ----------------------------------------------------------------
+
+    def write_blob(self, data: bytes) -> str:
+        """Keep `data` as a blob; returns its id (git's: sha1 of `blob <size>\\0` + data)."""
+        header = f"blob {len(data)}\0".encode()
+        sha = hashlib.sha1(header + data, usedforsecurity=False).hexdigest()
+        path = self._object_path(sha)
+        if not path.exists():
+            self.ensure()
+            path.parent.mkdir(mode=0o700, exist_ok=True)
+            fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+            try:
+                with os.fdopen(fd, "wb") as out:
+                    out.write(zlib.compress(header + data, 1))
+                os.replace(temp, path)
+            except BaseException:
+                Path(temp).unlink(missing_ok=True)
+                raise
+        return sha
+
+    def read_blob(self, sha: str) -> bytes:
+        """A blob's bytes (StoreError when the store does not have it)."""
+        try:
+            raw = zlib.decompress(self._object_path(sha).read_bytes())
+        except FileNotFoundError:
+            return self._read_with_git(sha)
+        except (OSError, zlib.error) as exc:
+            raise StoreError(
+                f"object {sha[:12]} of the checkpoint store is damaged: {exc}"
+            ) from exc
+        head, _, body = raw.partition(b"\0")
+        if not head.startswith(b"blob "):
+            raise StoreError(f"object {sha[:12]} is not a file's content")
+        return body
+
+    def state_of(self, path: Path, *, keep: bool) -> tuple[FileState | None, bytes | None]:
+        """What `path` is now (None: absent) and its bytes (a symlink's: its target);
+        `keep` writes the blob too. A folder or a special file is StoreError."""
+        try:
+            info = path.lstat()
+        except FileNotFoundError:
+            return None, None
+        except NotADirectoryError:
+            return None, None
+        if stat.S_ISLNK(info.st_mode):
+            data, mode = os.fsencode(os.readlink(path)), "120000"
+        elif stat.S_ISREG(info.st_mode):
+            data = path.read_bytes()
+            mode = "100755" if info.st_mode & stat.S_IXUSR else "100644"
+        else:
+            raise StoreError(f"{path} is not a file")
+        sha = self.write_blob(data) if keep else _blob_id(data)
+        return FileState(mode, sha), data
+
+    def _object_path(self, sha: str) -> Path:
+        if len(sha) != 40 or not all(c in "0123456789abcdef" for c in sha):
+            raise StoreError(f"not an object id: {sha!r}")
+        return self.dir / "objects" / sha[:2] / sha[2:]
+
+    def _read_with_git(self, sha: str) -> bytes:
+        """A blob git packed (we never do; a user may have run git gc on the store)."""
+        result = self.git("cat-file", "blob", sha, check=False)
+        if result.returncode != 0:
+            raise StoreError(f"the checkpoint store has no object {sha[:12]}")
+        return result.stdout
+
+    # --- snapshots, with git ---------------------------------------------------------------
+
+    def snapshot(self) -> str:
+        """The work tree as a tree object (untracked files in, ignored ones out)."""
+        self.git("add", "--all", "--", ".")
+        return self.git("write-tree").stdout.decode().strip()
+
+    def changes(
+        self, before: str, after: str
+    ) -> list[tuple[str, FileState | None, FileState | None]]:
+        """The files that differ between two snapshots: (path, before, after)."""
+        if before == after:
+            return []
+        raw = self.git("diff-tree", "-r", "-z", "--no-renames", "--raw", before, after).stdout
+        found: list[tuple[str, FileState | None, FileState | None]] = []
+        fields = raw.split(b"\0")
+        for index in range(0, len(fields) - 1, 2):
+            meta, name = fields[index], fields[index + 1]
+            old_mode, new_mode, old_sha, new_sha, _ = meta.lstrip(b":").decode().split(" ")
+            found.append((os.fsdecode(name), _state(old_mode, old_sha), _state(new_mode, new_sha)))
+        return found
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Only one process at a time uses the index (sessions of one workspace share it)."""
+        self.ensure()
+        fd = os.open(self.dir / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def git(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+        self.ensure()
+        try:
+            result = subprocess.run(
+                ["git", *args],
+                cwd=self.workspace,
+                env=self.environment(),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=GIT_TIMEOUT,
+                check=False,
+            )
+        except FileNotFoundError as exc:
+            raise StoreError("git is not installed: commands' changes cannot be kept") from exc
+        except subprocess.TimeoutExpired as exc:
+            raise StoreError(f"git {args[0]} took over {GIT_TIMEOUT:g} s") from exc
+        if check and result.returncode != 0:
+            why = result.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["?"]
+            raise StoreError(f"git {args[0]} failed: {why[0]}")
+        return result
+
+    def environment(self) -> dict[str, str]:
+        """Nothing of the user's or the repository's git setup reaches these calls."""
+        if self._env is not None:
+            return self._env
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(self.dir),
+            "LC_ALL": "C",
+            "GIT_DIR": str(self.dir),
+            "GIT_WORK_TREE": str(self.workspace),
+            "GIT_INDEX_FILE": str(self.dir / "index"),
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_ATTR_NOSYSTEM": "1",
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_NO_REPLACE_OBJECTS": "1",
+            "GIT_OPTIONAL_LOCKS": "0",
+        }
+        add_git_safety(env, git_ceiling(self.workspace))
+        settings = [
+            ("core.hooksPath", os.devnull),
+            ("core.autocrlf", "false"),
+            ("core.safecrlf", "false"),
+            ("core.symlinks", "true"),
+            ("core.fileMode", "true"),
+            ("core.ignoreCase", "false"),
+            ("core.attributesFile", os.devnull),
+            ("core.excludesFile", self._excludes()),
+            ("core.untrackedCache", "true"),
+            ("core.splitIndex", "true"),
+            ("core.bigFileThreshold", "1m"),
+            ("gc.auto", "0"),
+            ("maintenance.auto", "false"),
+            ("advice.addEmbeddedRepo", "false"),
+        ]
+        count = int(env["GIT_CONFIG_COUNT"])
+        for offset, (key, value) in enumerate(settings):
+            env[f"GIT_CONFIG_KEY_{count + offset}"] = key
+            env[f"GIT_CONFIG_VALUE_{count + offset}"] = value
+        env["GIT_CONFIG_COUNT"] = str(count + len(settings))
+        self._env = env
+        return env
+
+    def _excludes(self) -> str:
+        """The repository's own exclude file (patterns only), when the workspace is the
+        top of a repository whose `.git` is a folder."""
+        top = repository_top(self.workspace)
+        exclude = self.workspace / ".git" / "info" / "exclude"
+        if top == self.workspace and exclude.is_file() and not exclude.is_symlink():
+            return str(exclude)
+        return os.devnull
+
+    def ensure(self) -> None:
+        """Create the git directory (by hand: no `git init`, so no templates or hooks)."""
+        if (self.dir / "HEAD").exists():
+            return
+        self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        for sub in ("objects", "refs/heads", "refs/tags", "info"):
+            (self.dir / sub).mkdir(mode=0o700, parents=True, exist_ok=True)
+        (self.dir / "info" / "attributes").write_text(ATTRIBUTES)
+        (self.dir / "info" / "exclude").write_text(EXCLUDES)
+        (self.dir / "config").write_text("[core]\n\trepositoryformatversion = 0\n\tbare = false\n")
+        (self.dir / "workspace").write_text(str(self.workspace) + "\n")
+        (self.dir / "HEAD").write_text("ref: refs/heads/checkpoints\n")
+
+
+def _blob_id(data: bytes) -> str:
+    return hashlib.sha1(f"blob {len(data)}\0".encode() + data, usedforsecurity=False).hexdigest()
+
+
+def _state(mode: str, sha: str) -> FileState | None:
+    if set(sha) == {"0"}:
+        return None
+    return FileState(mode, sha)

@@ -1,0 +1,225 @@
+"""Taking checkpoints: what each turn changed, kept as it goes (docs/undo.md).
+
+A turn's checkpoint is, for every file it changed, the file before the turn first
+changed it and after the turn last did. `CheckpointedTool` takes it around the tools
+that change files:
+
+- `write_file`, `edit_file`: the file is read before the call and after it; if it
+  changed, both contents are kept as blobs (no git process).
+- `run_command`: the work tree is snapshotted before and after the command (`git add -A`
+  into our own index, `write-tree`) and what differs is kept. Only the snapshots hold the
+  object store's lock: commands run in parallel (sub-agents) and each records what
+  changed between its two snapshots; a path already in the turn's checkpoint keeps its
+  first "before".
+
+A file changed and changed back within a turn drops out; a turn with nothing left keeps
+no row. A failure to keep a checkpoint never fails the call: the model's work goes on,
+and a `checkpoint` status line says that /undo will not cover it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from codecoder.checkpoints.objects import FileState, ObjectStore, StoreError
+from codecoder.kernel.events import StatusUpdate
+from codecoder.kernel.messages import ToolResult
+from codecoder.kernel.ports import Risk, Tool, ToolContext
+
+FILE_TOOLS = frozenset({"write_file", "edit_file"})
+COMMAND_TOOLS = frozenset({"run_command"})
+STATUS = "checkpoint"
+
+
+class FileChange(msgspec.Struct, frozen=True):
+    """One file a turn changed: as it was before (None: it did not exist) and after."""
+
+    path: str
+    before: FileState | None
+    after: FileState | None
+
+
+_changes = msgspec.json.Encoder()
+_decode_changes = msgspec.json.Decoder(list[FileChange]).decode
+
+
+def encode_changes(changes: list[FileChange]) -> bytes:
+    return _changes.encode(changes)
+
+
+def decode_changes(body: bytes) -> list[FileChange]:
+    return _decode_changes(body)
+
+
+class CheckpointSink(msgspec.Struct):
+    """Where a session's checkpoints go: the session store's row for each turn."""
+
+    save: Callable[[int, int | None, bytes | None], None]
+    """(turn, the turn's first message id, the changes as JSON or None: none left)."""
+
+
+class Checkpoints:
+    """The checkpoints of one session in one workspace. `turn` says the running turn,
+    `first_message(turn)` the id of its first message (for rewinding the history)."""
+
+    def __init__(
+        self,
+        objects: ObjectStore,
+        sink: CheckpointSink,
+        *,
+        turn: Callable[[], int] = lambda: 0,
+        first_message: Callable[[int], int | None] = lambda turn: None,
+    ) -> None:
+        self.objects = objects
+        self.sink = sink
+        self.turn = turn
+        self.first_message = first_message
+        self._lock = threading.Lock()
+        self._turn = -1
+        self._changes: dict[str, FileChange] = {}
+        self._warned = False
+
+    # --- around a call ---------------------------------------------------------------------
+
+    def around_file(
+        self, path: Path, run: Callable[[], ToolResult], ctx: ToolContext
+    ) -> ToolResult:
+        """Run a file tool that may change `path`, keeping the file before and after."""
+        rel = self._relative(path)
+        if rel is None:
+            return run()
+        try:
+            before, old = self.objects.state_of(path, keep=False)
+        except (OSError, StoreError):
+            return run()  # not a file we could restore (a folder): the tool says why
+        try:
+            return run()
+        finally:
+            try:
+                after, _ = self.objects.state_of(path, keep=True)
+                if after != before:
+                    if old is not None:
+                        self.objects.write_blob(old)
+                    self._note([(rel, before, after)])
+            except (OSError, StoreError) as exc:
+                self._warn(ctx, exc)
+
+    def around_command(self, run: Callable[[], ToolResult], ctx: ToolContext) -> ToolResult:
+        """Run a command, keeping what it changed in the work tree."""
+        try:
+            with self.objects.locked():
+                before = self.objects.snapshot()
+        except (OSError, StoreError) as exc:
+            self._warn(ctx, exc)
+            return run()
+        try:
+            return run()
+        finally:
+            try:
+                with self.objects.locked():
+                    after = self.objects.snapshot()
+                    changed = self.objects.changes(before, after)
+                self._note(changed)
+            except (OSError, StoreError) as exc:
+                self._warn(ctx, exc)
+
+    # --- the turn's changes ----------------------------------------------------------------
+
+    def _note(self, changed: list[tuple[str, FileState | None, FileState | None]]) -> None:
+        kept = [(p, b, a) for p, b, a in changed if _restorable(b) and _restorable(a)]
+        if not kept:
+            return
+        with self._lock:
+            turn = self.turn()
+            if turn != self._turn:
+                self._turn, self._changes = turn, {}
+            for path, before, after in kept:
+                first = self._changes.get(path)
+                start = first.before if first is not None else before
+                if start == after:
+                    self._changes.pop(path, None)  # changed back: nothing to undo
+                else:
+                    self._changes[path] = FileChange(path, start, after)
+            changes = sorted(self._changes.values(), key=lambda c: c.path)
+            body = encode_changes(changes) if changes else None
+            self.sink.save(turn, self.first_message(turn), body)
+
+    def _relative(self, path: Path) -> str | None:
+        """`path` relative to the workspace (as the tool will resolve it), or None when
+        it is outside or in a `.git` folder (never ours to restore)."""
+        real = Path(os.path.realpath(path))
+        try:
+            rel = real.relative_to(self.objects.workspace)
+        except ValueError:
+            return None
+        if not rel.parts or ".git" in rel.parts:
+            return None
+        return rel.as_posix()
+
+    def _warn(self, ctx: ToolContext, exc: BaseException) -> None:
+        if self._warned:
+            return
+        self._warned = True
+        ctx.emit(
+            StatusUpdate(STATUS, f"could not keep a checkpoint ({exc}): /undo will not cover it")
+        )
+
+
+def _restorable(state: FileState | None) -> bool:
+    return state is None or state.mode in ("100644", "100755", "120000")
+
+
+class CheckpointedTool:
+    """`tool` with the session's checkpoints taken around each call that may change
+    files (write_file, edit_file, run_command); other tools are returned unwrapped by
+    `checkpointed`."""
+
+    def __init__(self, tool: Tool, checkpoints: Checkpoints) -> None:
+        self.tool = tool
+        self.checkpoints = checkpoints
+
+    @property
+    def name(self) -> str:
+        return self.tool.name
+
+    @property
+    def description(self) -> str:
+        return self.tool.description
+
+    @property
+    def risk(self) -> Risk:
+        return self.tool.risk
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        return self.tool.parameters
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        def call() -> ToolResult:
+            return self.tool.run(args, ctx)
+
+        if self.name in COMMAND_TOOLS:
+            return self.checkpoints.around_command(call, ctx)
+        path = args.get("path")
+        if not isinstance(path, str) or "\0" in path:
+            return call()
+        from codecoder.boundary import resolve
+
+        try:
+            target = resolve(ctx.workspace, path)
+        except ValueError:
+            return call()
+        return self.checkpoints.around_file(target, call, ctx)
+
+
+def checkpointed(tools: list[Tool], checkpoints: Checkpoints) -> list[Tool]:
+    return [
+        CheckpointedTool(tool, checkpoints) if tool.name in FILE_TOOLS | COMMAND_TOOLS else tool
+        for tool in tools
+    ]

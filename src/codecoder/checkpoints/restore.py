@@ -1,0 +1,299 @@
+"""Undo and redo of a turn's changes (docs/undo.md).
+
+Undo puts every file the turn changed back as it was before the turn; redo puts it back
+as the turn left it. Either happens only when every one of those files is still as the
+turn left it (undo) or as the undo left it (redo): a file changed since, by you, another
+program or a later turn, is not overwritten, and the whole undo is refused naming those
+files (undo the later turn first, or `force`). Nothing is half done: every file is
+checked, and every path made sure to lie in the workspace with no symlink on the way,
+before the first one is written. Undone is a state of the checkpoint, so an undo can be
+redone and a redo undone again.
+
+Which checkpoint: the one asked for (a session, a turn), else the workspace's latest
+session that has one, and its last turn not undone (for redo: the turn undone last).
+`with_history` rewinds the conversation too: a fork of the session ending before the
+turn's first message (the session store's fork), which `codecoder resume` picks up as
+the workspace's latest session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import os
+import stat
+from pathlib import Path
+from typing import Literal
+
+import msgspec
+
+from codecoder.checkpoints.objects import FileState, ObjectStore, StoreError
+from codecoder.checkpoints.record import FileChange, decode_changes
+from codecoder.sessions import SessionError, SessionStore
+from codecoder.sessions.records import CheckpointRow
+
+MAX_DIFF_LINES = 2000
+"""Lines of diff shown per file (the restore itself is whole)."""
+
+Direction = Literal["undo", "redo"]
+
+
+class UndoError(Exception):
+    """Nothing to undo (or redo), or what was asked for does not exist."""
+
+
+class Conflict(msgspec.Struct, frozen=True):
+    path: str
+    why: str
+
+
+class Restored(msgspec.Struct, frozen=True):
+    """One file put back: `action` is `restored` (its content changed back), `deleted`
+    (the turn created it) or `recreated` (the turn deleted it)."""
+
+    path: str
+    action: Literal["restored", "deleted", "recreated"]
+
+
+class UndoReport(msgspec.Struct):
+    """What an undo or redo did, or (conflicts) why it did nothing."""
+
+    direction: Direction
+    session_id: str
+    turn: int
+    files: list[Restored] = msgspec.field(default_factory=list)
+    conflicts: list[Conflict] = msgspec.field(default_factory=list)
+    diff: str = ""
+    fork: str | None = None
+    """With history: the new session the conversation goes on in."""
+    dry_run: bool = False
+
+    @property
+    def done(self) -> bool:
+        return not self.conflicts
+
+
+def pick(
+    store: SessionStore,
+    workspace: Path,
+    *,
+    session_id: str | None = None,
+    turn: int | None = None,
+    direction: Direction = "undo",
+) -> CheckpointRow:
+    """The checkpoint to undo or redo (see the module docstring)."""
+    if session_id is not None:
+        rows = store.checkpoints(session_id=session_id)
+    else:
+        rows = _latest_session_rows(store, workspace, direction)
+    if turn is not None:
+        found = [row for row in rows if row.turn == turn]
+        if not found:
+            where = f"session {rows[0].session_id[:8]}" if rows else "this session"
+            raise UndoError(f"turn {turn} of {where} changed no file that can be undone")
+        row = found[0]
+        wanted = "done" if direction == "undo" else "undone"
+        if row.state != wanted:
+            again = "undone already (redo it with --redo)" if direction == "undo" else "not undone"
+            raise UndoError(f"turn {turn} is {again}")
+        return row
+    if direction == "undo":
+        done = [row for row in rows if row.state == "done"]
+        if not done:
+            raise UndoError(_nothing(workspace, session_id, "undo"))
+        return max(done, key=lambda row: row.turn)
+    undone = [row for row in rows if row.state == "undone"]  # latest change first
+    if not undone:
+        raise UndoError(_nothing(workspace, session_id, "redo"))
+    return undone[0]
+
+
+def _latest_session_rows(
+    store: SessionStore, workspace: Path, direction: Direction
+) -> list[CheckpointRow]:
+    """The checkpoints of the workspace's latest session that has one to act on."""
+    wanted = "done" if direction == "undo" else "undone"
+    rows = store.checkpoints(workspace=workspace)
+    sessions = {row.session_id for row in rows if row.state == wanted}
+    for info in store.list_sessions(workspace):
+        if info.id in sessions:
+            return [row for row in rows if row.session_id == info.id]
+    return []
+
+
+def _nothing(workspace: Path, session_id: str | None, direction: Direction) -> str:
+    where = f"session {session_id[:8]}" if session_id else str(workspace)
+    if direction == "undo":
+        return f"nothing to undo in {where}: no turn there changed a file it could restore"
+    return f"nothing to redo in {where}: no turn there is undone"
+
+
+def apply(
+    store: SessionStore,
+    row: CheckpointRow,
+    direction: Direction = "undo",
+    *,
+    dry_run: bool = False,
+    force: bool = False,
+    with_history: bool = False,
+) -> UndoReport:
+    """Undo (or redo) the checkpoint `row`: refused with the conflicts when a file
+    changed since (unless `force`); the diff says what is, or would be, restored."""
+    workspace = Path(row.workspace)
+    objects = ObjectStore(workspace, Path(row.store))
+    changes = decode_changes(row.files)
+    report = UndoReport(direction, row.session_id, row.turn, dry_run=dry_run)
+    plan: list[tuple[FileChange, FileState | None, bytes | None, bytes | None]] = []
+    for change in changes:
+        expected, target = (
+            (change.after, change.before) if direction == "undo" else (change.before, change.after)
+        )
+        path = workspace / change.path
+        problem = _unsafe(workspace, change.path)
+        now: FileState | None = None
+        current: bytes | None = None
+        if problem is None:
+            try:
+                now, current = objects.state_of(path, keep=False)
+            except (OSError, StoreError) as exc:
+                problem = f"cannot be read: {exc}"
+        if problem is None and now != expected and not force:
+            problem = _changed(now, expected, direction)
+        if problem is not None:
+            report.conflicts.append(Conflict(change.path, problem))
+            continue
+        try:
+            content = objects.read_blob(target.sha) if target is not None else None
+        except StoreError as exc:
+            report.conflicts.append(Conflict(change.path, str(exc)))
+            continue
+        plan.append((change, target, current, content))
+    if report.conflicts:
+        return report
+    report.diff = "".join(
+        _diff(change.path, current, content) for change, _, current, content in plan
+    )
+    report.files = [_restored(change.path, current, target) for change, target, current, _ in plan]
+    if dry_run:
+        return report
+    for change, target, _, content in plan:
+        _put(workspace, change.path, target, content)
+    store.set_checkpoint_state(row.id, "undone" if direction == "undo" else "done")
+    if with_history and direction == "undo":
+        report.fork = rewind(store, row)
+    return report
+
+
+def rewind(store: SessionStore, row: CheckpointRow) -> str:
+    """A fork of the session that ends before the turn's first message; its id."""
+    info = store.get(row.session_id)
+    messages = store.load_messages(row.session_id)
+    first = row.message_id
+    if first is None:
+        raise SessionError(f"turn {row.turn} has no recorded first message to rewind to")
+    before = [m.id for m in messages if m.id < first]
+    if before:
+        return store.fork(row.session_id, max(before))
+    return store.create(info.cwd, info.model)  # the first turn: nothing before it
+
+
+def _changed(now: FileState | None, expected: FileState | None, direction: Direction) -> str:
+    since = "since the turn" if direction == "undo" else "since the undo"
+    if now is None:
+        return f"deleted {since}"
+    if expected is None:
+        return f"created {since}"
+    if now.sha == expected.sha:
+        return f"its mode changed {since}"
+    return f"changed {since}"
+
+
+def _unsafe(workspace: Path, rel: str) -> str | None:
+    """Why `rel` must not be written through (None when it may): a path that leaves the
+    workspace, or a folder on the way that is a symlink or a file."""
+    parts = Path(rel).parts
+    if not parts or Path(rel).is_absolute() or ".." in parts or ".git" in parts:
+        return "not a path inside the workspace"
+    folder = workspace
+    for part in parts[:-1]:
+        folder = folder / part
+        try:
+            info = folder.lstat()
+        except FileNotFoundError:
+            return None  # created when restored
+        if stat.S_ISLNK(info.st_mode):
+            return f"{folder.relative_to(workspace)} is now a symlink"
+        if not stat.S_ISDIR(info.st_mode):
+            return f"{folder.relative_to(workspace)} is now a file"
+    return None
+
+
+def _put(workspace: Path, rel: str, target: FileState | None, content: bytes | None) -> None:
+    path = workspace / rel
+    if target is None or content is None:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        _prune(workspace, path.parent)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.name}.codecoder-undo")
+    temp.unlink(missing_ok=True)
+    if target.mode == "120000":
+        os.symlink(os.fsdecode(content), temp)
+    else:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+        with os.fdopen(fd, "wb") as out:
+            out.write(content)
+        mode = os.stat(temp).st_mode
+        executable = target.mode == "100755"
+        bits = mode | 0o111 if executable else mode & ~0o111
+        os.chmod(temp, stat.S_IMODE(bits))
+    os.replace(temp, path)  # replaces a symlink itself, never what it points to
+
+
+def _prune(workspace: Path, folder: Path) -> None:
+    """Remove the folders a deletion left empty, up to the workspace (the turn made them,
+    as a rule: git keeps no empty folder, so we cannot tell an empty one it found)."""
+    while folder != workspace and folder.is_relative_to(workspace):
+        try:
+            folder.rmdir()
+        except OSError:  # not empty (or not ours to remove): stop
+            return
+        folder = folder.parent
+
+
+def _restored(path: str, current: bytes | None, target: FileState | None) -> Restored:
+    if target is None:
+        return Restored(path, "deleted")
+    return Restored(path, "recreated" if current is None else "restored")
+
+
+def _diff(path: str, current: bytes | None, content: bytes | None) -> str:
+    """A unified diff from the file now to what it becomes."""
+    old, new = _text(current), _text(content)
+    if old is None or new is None:
+        return f"Binary file {path} differs\n"
+    lines = list(
+        difflib.unified_diff(
+            old.splitlines(keepends=True),
+            new.splitlines(keepends=True),
+            fromfile=f"a/{path}" if current is not None else "/dev/null",
+            tofile=f"b/{path}" if content is not None else "/dev/null",
+        )
+    )
+    if len(lines) > MAX_DIFF_LINES:
+        lines = [*lines[:MAX_DIFF_LINES], f"… {len(lines) - MAX_DIFF_LINES} more lines\n"]
+    return "".join(
+        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
+    )
+
+
+def _text(data: bytes | None) -> str | None:
+    if data is None:
+        return ""
+    if b"\0" in data[:8192]:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None

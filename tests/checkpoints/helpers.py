@@ -1,0 +1,75 @@
+"""Turns that change files, run by `codecoder exec`, and `codecoder undo` after them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+CLI = [sys.executable, "-m", "codecoder"]
+UNCONFINED = ("--approval", "full-auto", "--sandbox", "off")
+
+
+def call(name: str, **args: Any) -> dict[str, Any]:
+    return {"type": "tool_call", "name": name, "args": args}
+
+
+def turn(
+    workspace: Path,
+    *calls: dict[str, Any],
+    task: str = "go",
+    new: bool = False,
+    strict: bool = True,
+) -> str:
+    """One turn making `calls` (then a last answer); returns the session id. The turn
+    goes on the workspace's latest session unless `new`; every call must succeed unless
+    not `strict`."""
+    script = workspace.parent / f"{workspace.name}-script.json"
+    script.write_text(json.dumps([list(calls), ["done"]] if calls else [["done"]]))
+    session = () if new or not _has_session(workspace) else ("--continue",)
+    result = subprocess.run(
+        [*CLI, "exec", "--json", *UNCONFINED, *session, "--script", str(script), "-C",
+         str(workspace), task],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    failed = [x for x in lines if x["type"] == "tool_finished" and x["status"] != "success"]
+    assert not failed or not strict, failed
+    return str(lines[0]["session_id"])
+
+
+def _has_session(workspace: Path) -> bool:
+    from codecoder.sessions import SessionStore
+
+    with SessionStore() as store:
+        return store.latest_for(workspace) is not None
+
+
+def undo(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, "undo", "-C", str(workspace), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def tree(workspace: Path) -> dict[str, bytes]:
+    """Every file under `workspace` but `.git/` (symlinks as `-> target`)."""
+    found: dict[str, bytes] = {}
+    for path in sorted(workspace.rglob("*")):
+        rel = path.relative_to(workspace).as_posix()
+        if rel == ".git" or rel.startswith(".git/"):
+            continue
+        if path.is_symlink():
+            found[rel] = b"-> " + str(path.readlink()).encode()
+        elif path.is_file():
+            found[rel] = path.read_bytes()
+    return found
