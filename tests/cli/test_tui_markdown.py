@@ -81,8 +81,11 @@ def test_control_characters_are_shown_not_obeyed() -> None:
     assert safe("a\x1b[2Jb\x07") == "a^[[2Jb^G"
 
 
-def test_tables_and_quotes_go_to_rich() -> None:
-    assert render("| a | b |\n|---|---|\n| 1 | 2 |", 60, color=True) is None
+def test_a_table_is_aligned_and_rich_takes_one_too_wide_and_quotes() -> None:
+    table = render("| name | n |\n|---|--:|\n| a | 1 |\n| bbb | 22 |", 60, color=False)
+    assert table is not None
+    assert plain(table).split("\n")[:4] == ["name   n", "────────", "a      1", "bbb   22"]
+    assert render("| a |\n|---|\n| " + "long " * 30 + "|", 60, color=True) is None
     assert render("> quoted", 60, color=True) is None
 
 
@@ -101,7 +104,20 @@ LINE = st.lists(MARKED, min_size=1, max_size=12).map(" ".join)
 ITEM = st.tuples(
     st.sampled_from(["", "  ", "   ", "    "]), st.sampled_from(["-", "*", "1.", "2)"]), LINE
 )
+CELL = st.lists(MARKED, min_size=0, max_size=3).map(" ".join)
+TABLE = st.tuples(
+    st.integers(1, 4), st.lists(st.lists(CELL, min_size=0, max_size=5), max_size=4)
+).map(
+    lambda shape: "\n".join(
+        [
+            "| " + " | ".join(f"h{i}" for i in range(shape[0])) + " |",
+            "|" + "|".join(["---", ":--", "--:", ":-:"][i % 4] for i in range(shape[0])) + "|",
+            *("| " + " | ".join(row) + " |" for row in shape[1]),
+        ]
+    )
+)
 BLOCK = st.one_of(
+    TABLE,
     st.lists(LINE, min_size=1, max_size=4).map("\n".join),
     st.tuples(st.sampled_from(["#", "##", "###"]), LINE).map(" ".join),
     st.lists(ITEM, min_size=1, max_size=6).map(

@@ -1,11 +1,11 @@
-"""Markdown blocks to ANSI text, fast: the blocks an answer is mostly made of
-(paragraphs, headings, lists, code, rules) are rendered here straight from markdown-it's
-tokens; a block with a table, a quote or HTML goes to rich (paint.py).
+"""Markdown blocks to ANSI text, fast: paragraphs, headings, lists, code, rules and
+tables are rendered here from markdown-it's tokens (or quick.py's, the same tokens made
+without a parser); a quote, HTML, or a table too wide for the screen goes to rich
+(paint.py), which wraps its cells.
 
 Why not rich for everything: rich renders ~200 KB of Markdown a second here, so a
-20,000-token answer (~100 KB) took ~0.5 s against ~0.1 s to print it raw, and the issue
-allows twice the raw time. This path renders the same blocks about five times faster
-(bench/bench_tui.py, docs/benchmarks.md).
+20,000-token answer (~100 KB) took ~0.5 s against ~0.15 s to print it raw, and the issue
+allows twice the raw time (bench/bench_tui.py, docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from codecoder.cli.tui.text import RESET, sgr, width_of
 
 Style = tuple[str, ...]
 
-_FALLBACK = frozenset({"table_open", "blockquote_open", "html_block"})
+_FALLBACK = frozenset({"blockquote_open", "html_block"})
+_CELL_GAP = 2
 _WORDS = re.compile(r"\S+|\s+")
 _HEADINGS: dict[str, Style] = {"h1": ("1", "4"), "h2": ("1",), "h3": ("1",)}
 _SMALL_HEADING: Style = ("1", "3")
@@ -59,9 +60,9 @@ def highlight(code: str, language: str, *, color: bool) -> list[str]:
 
 def render(source: str, width: int, *, color: bool, quick: bool = True) -> str | None:
     """A block's ANSI lines (each ending in a newline), or None when rich must render it
-    (a table, a quote, HTML). `source` must already be safe (text.safe). The common
-    blocks are read by quick.py (the same tokens as markdown-it's, made ~5x faster);
-    the rest by markdown-it."""
+    (a quote, HTML, a table too wide). `source` must already be safe (text.safe). The
+    common blocks are read by quick.py (markdown-it's tokens, without its parser); the
+    rest by markdown-it."""
     tokens = quick_tokens(source) if quick else None
     if tokens is None:
         tokens = _parser().parse(source)
@@ -69,7 +70,7 @@ def render(source: str, width: int, *, color: bool, quick: bool = True) -> str |
             return None
     blocks = _Blocks(max(width, 20), color)
     blocks.walk(tokens)
-    return "".join(blocks.out)
+    return None if blocks.too_wide else "".join(blocks.out)
 
 
 def code_lines(lines: Sequence[str], language: str, width: int, *, color: bool) -> str:
@@ -90,11 +91,17 @@ class _Blocks:
         self.prefix = ""  # the indent of the lines of the current list item
         self.marker: str | None = None  # the next line's prefix when it starts an item
         self.base: Style = ()
+        self.table: _Table | None = None
+        self.too_wide = False  # a table that does not fit: rich wraps its cells
 
     def walk(self, tokens: Sequence[Any]) -> None:
         for token in tokens:
             kind = token.type
-            if kind == "heading_open":
+            if self.table is not None:
+                self._in_table(token)
+            elif kind == "table_open":
+                self.table = _Table()
+            elif kind == "heading_open":
                 self.gap()
                 self.base = _HEADINGS.get(token.tag, _SMALL_HEADING)
             elif kind == "heading_close":
@@ -118,6 +125,32 @@ class _Blocks:
                 _, self.prefix = self.lists.pop()
             elif kind == "list_item_open":
                 self.item()
+
+    def _in_table(self, token: Any) -> None:
+        table = self.table
+        assert table is not None
+        kind = token.type
+        if kind == "tr_open":
+            table.rows.append([])
+        elif kind in ("th_open", "td_open"):
+            style = str(token.attrs.get("style", ""))
+            table.aligns.setdefault(len(table.rows[-1]), style.removeprefix("text-align:"))
+            if kind == "th_open":
+                table.header = len(table.rows)
+        elif kind == "inline":
+            inline = _Inline(self)
+            for child in token.children or []:
+                inline.child(child)
+            cell = _Cell(inline.segments, self.color)
+            table.rows[-1].append(cell)
+        elif kind == "table_close":
+            self.table = None
+            self.gap()
+            lines = table.lines(self.width, self.color)
+            if lines is None:
+                self.too_wide = True
+                return
+            self.out += [line + "\n" for line in lines]
 
     def gap(self) -> None:
         """A blank line between blocks (not before the first, nor at a list item's
@@ -147,6 +180,66 @@ class _Blocks:
 
     def line(self, text: str, *, styled: bool) -> None:
         self.out.append(text + (RESET if styled else "") + "\n")
+
+
+class _Cell:
+    """A table cell: its text on one line, styled, and the columns it takes."""
+
+    def __init__(self, segments: list[tuple[str, Style]], color: bool) -> None:
+        parts: list[str] = []
+        style: Style = ()
+        width = 0
+        for text, segment_style in segments:
+            flat = " ".join(text.split("\n"))
+            if segment_style != style:
+                parts.append(sgr(segment_style, color) if segment_style else RESET)
+                style = segment_style
+            parts.append(flat)
+            width += width_of(flat)
+        if style:
+            parts.append(RESET)
+        self.text = "".join(parts)
+        self.width = width
+
+
+class _Table:
+    """A table's rows, rendered as aligned columns (rich renders one too wide for the
+    screen: it wraps the cells)."""
+
+    def __init__(self) -> None:
+        self.rows: list[list[_Cell]] = []
+        self.aligns: dict[int, str] = {}
+        self.header = 0  # rows that are the header
+
+    def lines(self, width: int, color: bool) -> list[str] | None:
+        columns = max((len(row) for row in self.rows), default=0)
+        widths = [
+            max((row[c].width for row in self.rows if c < len(row)), default=0)
+            for c in range(columns)
+        ]
+        if sum(widths) + _CELL_GAP * max(columns - 1, 0) > width:
+            return None
+        out: list[str] = []
+        rule = sgr(("2",), color) + "─" * (sum(widths) + _CELL_GAP * (columns - 1)) + RESET
+        for index, row in enumerate(self.rows):
+            cells = []
+            for c in range(columns):
+                cell = row[c] if c < len(row) else _Cell([], color)
+                room = widths[c] - cell.width
+                align = self.aligns.get(c, "")
+                if align == "right":
+                    text = " " * room + cell.text
+                elif align == "center":
+                    text = " " * (room // 2) + cell.text + " " * (room - room // 2)
+                else:
+                    text = cell.text + " " * room
+                if index < self.header and color:
+                    text = sgr(("1",), color) + text + RESET
+                cells.append(text)
+            out.append((" " * _CELL_GAP).join(cells).rstrip())
+            if index == self.header - 1:
+                out.append(rule)
+        return out
 
 
 class _Inline:

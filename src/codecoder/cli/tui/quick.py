@@ -1,9 +1,9 @@
 """The Markdown an answer is mostly made of, read without a parser: a paragraph, a
-heading, a list whose items are one line each, with `code`, **strong**, *emphasis* and
-~~strike~~ inside. The tokens are the ones markdown-it makes (types, tags, nesting), so
-markdown.py renders both the same way; anything else (a link, an underscore at a word's
-edge, an escape, an entity, HTML, a hard break, a table, a quote, a list item of several
-lines) returns None and goes to markdown-it.
+heading, a list whose items are one line each, a table, with `code`, **strong**,
+*emphasis* and ~~strike~~ inside. The tokens are the ones markdown-it makes (types,
+tags, nesting), so markdown.py renders both the same way; anything else (a link, an
+underscore at a word's edge, an escape, an entity, HTML, a hard break, a quote, a list
+item of several lines) returns None and goes to markdown-it.
 
 Why: markdown-it's inline parser took ~0.2 ms a paragraph, half the time of rendering a
 20,000-token answer; this takes a fraction of that. tests/cli/test_tui_markdown.py checks
@@ -75,6 +75,8 @@ def quick_tokens(source: str) -> list[Token] | None:
     if _ITEM.match(lines[0]):
         listed = _list(lines)
         return None if listed is None else tokens + listed
+    if not tokens and len(lines) > 1 and "|" in lines[0] and _DELIMITER_ROW.match(lines[1]):
+        return _table(lines)
     paragraph = _paragraph(lines)
     return None if paragraph is None else tokens + paragraph
 
@@ -93,6 +95,54 @@ def _paragraph(lines: list[str]) -> list[Token] | None:
     if inline is None:
         return None
     return [Token("paragraph_open", "p"), inline, Token("paragraph_close", "p")]
+
+
+def _cells(line: str) -> list[str] | None:
+    stripped = line.strip()
+    if "\\" in stripped or "`" in stripped:
+        return None  # an escaped pipe, a pipe inside code: left to markdown-it
+    stripped = stripped.removeprefix("|")
+    stripped = stripped.removesuffix("|")
+    return [cell.strip() for cell in stripped.split("|")]
+
+
+def _table(lines: list[str]) -> list[Token] | None:
+    head = _cells(lines[0])
+    rule = _cells(lines[1])
+    if head is None or rule is None or len(head) != len(rule) or not lines[0].strip():
+        return None
+    aligns = []
+    for cell in rule:
+        left, right = cell.startswith(":"), cell.endswith(":")
+        aligns.append("center" if left and right else "right" if right else "left" if left else "")
+    header = _row(head, aligns, "th")
+    if header is None:
+        return None
+    tokens = [Token("table_open", "table"), Token("thead_open", "thead"), *header]
+    tokens.append(Token("thead_close", "thead"))
+    body = lines[2:]
+    if body:
+        tokens.append(Token("tbody_open", "tbody"))
+        for line in body:
+            cells = _cells(line) if line.strip() and "|" in line else None
+            row = _row((cells + [""] * len(head))[: len(head)], aligns, "td") if cells else None
+            if row is None:
+                return None
+            tokens += row
+        tokens.append(Token("tbody_close", "tbody"))
+    tokens.append(Token("table_close", "table"))
+    return tokens
+
+
+def _row(cells: list[str], aligns: list[str], tag: str) -> list[Token] | None:
+    out = [Token("tr_open", "tr")]
+    for cell, align in zip(cells, aligns, strict=True):
+        inline = _inline(cell)
+        if inline is None:
+            return None
+        attrs = {"style": f"text-align:{align}"} if align else {}
+        out += [Token(f"{tag}_open", tag, attrs=attrs), inline, Token(f"{tag}_close", tag)]
+    return [*out, Token("tr_close", "tr")]
 
 
 class _List:
