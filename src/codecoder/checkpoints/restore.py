@@ -72,6 +72,38 @@ class UndoReport(msgspec.Struct):
     def done(self) -> bool:
         return not self.conflicts
 
+    def to_wire(self) -> dict[str, object]:
+        """The result of `_codecoder/undo` (docs/acp.md), which the terminal client also
+        reads from an in-process session."""
+        return {
+            "direction": self.direction,
+            "turn": self.turn,
+            "done": self.done,
+            "dryRun": self.dry_run,
+            "files": [{"path": f.path, "action": f.action} for f in self.files],
+            "conflicts": [{"path": c.path, "why": c.why} for c in self.conflicts],
+            "diff": self.diff,
+            "forkSessionId": self.fork,
+        }
+
+
+def undo_session(
+    store: SessionStore,
+    workspace: Path,
+    session_id: str,
+    *,
+    turn: int | None = None,
+    redo: bool = False,
+    dry_run: bool = False,
+    force: bool = False,
+    with_history: bool = False,
+) -> UndoReport:
+    """Undo (or redo) a turn of one session: `pick`, then `apply` (UndoError when there
+    is nothing to do)."""
+    direction: Direction = "redo" if redo else "undo"
+    row = pick(store, workspace, session_id=session_id, turn=turn, direction=direction)
+    return apply(store, row, direction, dry_run=dry_run, force=force, with_history=with_history)
+
 
 def pick(
     store: SessionStore,

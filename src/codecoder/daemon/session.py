@@ -197,42 +197,18 @@ class LiveSession:
     def undo(self, **options: Any) -> dict[str, Any]:
         """`_codecoder/undo`: undo or redo a turn of this session (checkpoints/restore.py),
         never while a turn runs (its files are still changing)."""
-        from codecoder.checkpoints.restore import UndoError, apply, pick
+        from codecoder.checkpoints.restore import UndoError, undo_session
 
         log = self.setup.log
         if log is None:
             raise RpcError(SERVER_ERROR, "this session keeps no checkpoints")
         if self.running:
             raise RpcError(SERVER_ERROR, "a turn is running: undo once it is done")
-        direction = "redo" if options.get("redo") else "undo"
         try:
-            row = pick(
-                log.store,
-                self.workspace,
-                session_id=self.id,
-                turn=options.get("turn"),
-                direction=direction,
-            )
+            report = undo_session(log.store, self.workspace, self.id, **options)
         except UndoError as exc:
             raise RpcError(RESOURCE_NOT_FOUND, str(exc)) from exc
-        report = apply(
-            log.store,
-            row,
-            direction,
-            dry_run=bool(options.get("dry_run")),
-            force=bool(options.get("force")),
-            with_history=bool(options.get("with_history")),
-        )
-        return {
-            "direction": report.direction,
-            "turn": report.turn,
-            "done": report.done,
-            "dryRun": report.dry_run,
-            "files": [{"path": f.path, "action": f.action} for f in report.files],
-            "conflicts": [{"path": c.path, "why": c.why} for c in report.conflicts],
-            "diff": report.diff,
-            "forkSessionId": report.fork,
-        }
+        return report.to_wire()
 
     def cancel(self) -> None:
         with contextlib.suppress(AgentClosed):

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from codecoder import __version__
-from codecoder.cli.tui import attachments, builtin, slash, transcript
+from codecoder.cli.tui import attachments, builtin, control, slash, transcript
 from codecoder.cli.tui.asking import Asking
 from codecoder.cli.tui.backend import Backend, StartFailed, Unavailable
 from codecoder.cli.tui.diffs import Diff, Snapshots
@@ -98,10 +98,12 @@ class Client:
         self._backend: Backend | None = None
         self._registry = slash.Registry()
         builtin.register(self._registry)
+        control.register(self._registry)
         self._warnings = slash.load_custom(self._registry, _command_folders(workspace))
         self.view = View(workspace, color=color, width=80)
         self.stats = Stats()
         self.asking = Asking(self)
+        self.steering = control.Steering(self)
         self.pending: deque[Pending] = deque()
         self.busy = ""  # "", "starting", "turn", "compact", "switch"
         self.busy_since = 0.0
@@ -342,7 +344,10 @@ class Client:
         if isinstance(event, StatusUpdate) and event.status in ("mode", "request_resolved"):
             self._remote_status(backend, event)
         self.view.show(event, incoming.diff)
-        if isinstance(event, Done) or (
+        self.steering.observe(event, backend)
+        if self.steering.goes_on(event):
+            self.busy_since = time.monotonic()  # a turn a steer started follows
+        elif isinstance(event, Done) or (
             self.busy == "compact"
             and (
                 isinstance(event, Compacted)
@@ -667,6 +672,13 @@ class Client:
 
     def say(self, text: str, *styles: str) -> None:
         self.view.note(safe_line(text), *styles)
+
+    def expand(self, text: str) -> str:
+        """`text` with its @path attachments, as a message is sent (steering)."""
+        return attachments.expand(text, self.workspace)[0]
+
+    def flush(self) -> None:
+        self._flush()
 
     def say_markdown(self, source: str) -> None:
         self.view.markdown_text(source)

@@ -38,6 +38,8 @@ class StartFailed(Exception):
 class Handle(Protocol):
     def send(self, text: str) -> None: ...
 
+    def steer(self, text: str) -> object: ...
+
     def cancel(self) -> None: ...
 
     def next_event(self, timeout: float | None = None) -> AgentEvent | None: ...
@@ -66,6 +68,8 @@ class Backend(Protocol):
     def set_mode(self, mode: ApprovalMode) -> None: ...
 
     def compact(self) -> None: ...
+
+    def undo(self, **options: Any) -> dict[str, Any]: ...
 
     def with_model(self, spec: str) -> Backend: ...
 
@@ -133,6 +137,16 @@ class LocalBackend:
     def compact(self) -> None:
         assert hasattr(self.handle, "compact")
         self.handle.compact()  # type: ignore[attr-defined]
+
+    def undo(self, **options: Any) -> dict[str, Any]:
+        """/undo, /redo (cli/tui/control.py): as `_codecoder/undo` answers; UndoError
+        when there is nothing to undo."""
+        from codecoder.checkpoints.restore import undo_session
+
+        if self.setup.log is None:
+            raise Unavailable("this session keeps no checkpoints")
+        store = self.setup.log.store
+        return undo_session(store, self.workspace, self.session_id, **options).to_wire()
 
     def with_model(self, spec: str) -> Backend:
         options = msgspec.structs.replace(
@@ -225,6 +239,10 @@ class RemoteBackend:
     def set_mode(self, mode: ApprovalMode) -> None:
         self.agent.set_mode(mode)
         self.mode = mode
+
+    def undo(self, **options: Any) -> dict[str, Any]:
+        names = {"dry_run": "dryRun", "with_history": "withHistory"}
+        return self.agent.undo(**{names.get(k, k): v for k, v in options.items()})
 
     def compact(self) -> None:
         raise Unavailable(

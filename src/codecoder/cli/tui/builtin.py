@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 KEYS = [
     ("Enter", "send (during a turn: queue it as the next message)"),
+    ("Ctrl+G", "during a turn: steer it now with what is typed (/steer TEXT)"),
     ("Alt+Enter, Ctrl+J", "a new line (a paste is one message however many lines)"),
     ("@path", "attach a file (Tab completes paths)"),
     ("Ctrl+C", "stop the turn; at an empty prompt, twice to leave"),

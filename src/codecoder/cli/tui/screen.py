@@ -241,6 +241,10 @@ class Screen:
                 return
             client.submit_input(buffer.text)
 
+        @keys.add("c-g", filter=on_input)
+        def _steer(event: KeyPressEvent) -> None:
+            client.steering.steer_input(self.input)
+
         @keys.add("escape", "enter", filter=on_input)
         @keys.add("c-j", filter=on_input)
         def _newline(event: KeyPressEvent) -> None:
