@@ -25,6 +25,7 @@ from codecoder.tools.environment import ChildEnvironment
 from codecoder.tools.process import ProcessManager
 
 if TYPE_CHECKING:
+    from codecoder.checkpoints.record import Checkpoints
     from codecoder.hooks.bridge import HookGates
     from codecoder.kernel.ports import ToolSource
     from codecoder.mcp.config import Selection
@@ -49,6 +50,8 @@ class AgentSetup(msgspec.Struct):
     policy: RulePolicy | None = None
     sandbox: Sandbox | None = None
     """How commands are confined; plan gates ask it too (`sandbox.confine`)."""
+    checkpoints: Checkpoints | None = None
+    """What each turn changed (checkpoints/); an undo in this process settles it first."""
 
     def kill_processes(self) -> None:
         self.manager.kill_all()
@@ -327,6 +330,8 @@ def build_agent(options: AgentOptions, workspace: Path) -> AgentSetup:
     )
     if mcp is not None:
         setup.closers.append(mcp.close)  # closed first: servers still starting are killed
+    setup.checkpoints = kept
+    setup.closers.append(kept.close)  # before the store closes: a last snapshot is kept
     if hooks is not None:
         hooks.turn = lambda: loop.turn
         if hooks.has("pre_compact"):

@@ -23,18 +23,15 @@ A repository is untrusted input, so git runs here as it runs nowhere else:
 Blobs of single files are written and read here in Python (git's loose object format), so
 a file tool's checkpoint costs no git process at all; `snapshot` runs `git add -A` and
 `git write-tree` (the index's stat cache makes an unchanged tree cost a walk, not a read
-of every file), and `changes` one `git diff-tree`.
+of every file), and `changes_since` `git add -A` again and one `git diff-index`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import hashlib
 import os
 import stat
 import subprocess
-import tempfile
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -64,22 +61,34 @@ class FileState(msgspec.Struct, frozen=True, array_like=True):
 
 
 def store_dir(workspace: Path) -> Path:
+    import hashlib  # with OpenSSL, ~10 ms: at the first change, not at start-up
+
     real = os.path.realpath(workspace)
     return paths.data_dir() / "checkpoints" / hashlib.sha256(real.encode()).hexdigest()[:32]
 
 
 class ObjectStore:
-    """The object store of `workspace` (created on first use)."""
+    """The object store of `workspace` (created on first use; nothing of it is imported,
+    hashed or made before the first call that may change a file)."""
 
     def __init__(self, workspace: Path, directory: Path | None = None) -> None:
         self.workspace = Path(os.path.realpath(workspace))
-        self.dir = directory or store_dir(self.workspace)
+        self._dir = directory
         self._env: dict[str, str] | None = None
+
+    @property
+    def dir(self) -> Path:
+        if self._dir is None:
+            self._dir = store_dir(self.workspace)
+        return self._dir
 
     # --- blobs, in Python ----------------------------------------------------------------
 
     def write_blob(self, data: bytes) -> str:
         """Keep `data` as a blob; returns its id (git's: sha1 of `blob <size>\\0` + data)."""
+        import hashlib
+        import tempfile
+
         header = f"blob {len(data)}\0".encode()
         sha = hashlib.sha1(header + data, usedforsecurity=False).hexdigest()
         path = self._object_path(sha)
@@ -149,13 +158,12 @@ class ObjectStore:
         self.git("add", "--all", "--", ".")
         return self.git("write-tree").stdout.decode().strip()
 
-    def changes(
-        self, before: str, after: str
-    ) -> list[tuple[str, FileState | None, FileState | None]]:
-        """The files that differ between two snapshots: (path, before, after)."""
-        if before == after:
-            return []
-        raw = self.git("diff-tree", "-r", "-z", "--no-renames", "--raw", before, after).stdout
+    def changes_since(self, before: str) -> list[tuple[str, FileState | None, FileState | None]]:
+        """Snapshot the work tree again and say which files differ from the snapshot
+        `before`: (path, before, after). One walk, and one diff of the index against
+        `before` (no second tree is written)."""
+        self.git("add", "--all", "--", ".")
+        raw = self.git("diff-index", "--cached", "-z", "--raw", "--no-renames", before).stdout
         found: list[tuple[str, FileState | None, FileState | None]] = []
         fields = raw.split(b"\0")
         for index in range(0, len(fields) - 1, 2):
@@ -167,6 +175,8 @@ class ObjectStore:
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
         """Only one process at a time uses the index (sessions of one workspace share it)."""
+        import fcntl
+
         self.ensure()
         fd = os.open(self.dir / "lock", os.O_RDWR | os.O_CREAT, 0o600)
         try:
@@ -263,6 +273,8 @@ class ObjectStore:
 
 
 def _blob_id(data: bytes) -> str:
+    import hashlib
+
     return hashlib.sha1(f"blob {len(data)}\0".encode() + data, usedforsecurity=False).hexdigest()
 
 

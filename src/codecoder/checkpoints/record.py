@@ -6,11 +6,13 @@ that change files:
 
 - `write_file`, `edit_file`: the file is read before the call and after it; if it
   changed, both contents are kept as blobs (no git process).
-- `run_command`: the work tree is snapshotted before and after the command (`git add -A`
-  into our own index, `write-tree`) and what differs is kept. Only the snapshots hold the
-  object store's lock: commands run in parallel (sub-agents) and each records what
-  changed between its two snapshots; a path already in the turn's checkpoint keeps its
-  first "before".
+- `run_command`: the work tree is snapshotted before the command (`git add -A` into our
+  own index, `write-tree`) and after it (`git add -A`, `diff-index` against the first),
+  and what differs is kept. The snapshot after is taken on a thread of its own while the
+  turn goes on (the model reads the result meanwhile); the next call that may change a
+  file waits for it. Only the snapshots hold the object store's lock: commands run in
+  parallel (sub-agents) and each records what changed between its two snapshots; a path
+  already in the turn's checkpoint keeps its first "before".
 
 A file changed and changed back within a turn drops out; a turn with nothing left keeps
 no row. A failure to keep a checkpoint never fails the call: the model's work goes on,
@@ -84,6 +86,11 @@ class Checkpoints:
         self._turn = -1
         self._changes: dict[str, FileChange] = {}
         self._warned = False
+        self._after: list[threading.Thread] = []
+        """Snapshots after commands, still being taken (off the turn's path)."""
+        self._failed: list[BaseException] = []
+        """What went wrong in them, said at the next call (on its ToolContext, so the
+        record and a replay see it where the live run did)."""
 
     # --- around a call ---------------------------------------------------------------------
 
@@ -91,6 +98,7 @@ class Checkpoints:
         self, path: Path, run: Callable[[], ToolResult], ctx: ToolContext
     ) -> ToolResult:
         """Run a file tool that may change `path`, keeping the file before and after."""
+        self.settle(ctx)
         rel = self._relative(path)
         if rel is None:
             return run()
@@ -106,37 +114,67 @@ class Checkpoints:
                 if after != before:
                     if old is not None:
                         self.objects.write_blob(old)
-                    self._note([(rel, before, after)])
+                    self._note([(rel, before, after)], self.turn())
             except (OSError, StoreError) as exc:
                 self._warn(ctx, exc)
 
     def around_command(self, run: Callable[[], ToolResult], ctx: ToolContext) -> ToolResult:
-        """Run a command, keeping what it changed in the work tree."""
+        """Run a command, keeping what it changed in the work tree. The snapshot before
+        it is taken first; the one after (and the diff) on a thread of its own once the
+        command is done, so the turn does not wait for it: the next call that may change
+        a file, an undo and the session's end wait for it instead."""
+        self.settle(ctx)
         try:
             with self.objects.locked():
                 before = self.objects.snapshot()
         except (OSError, StoreError) as exc:
             self._warn(ctx, exc)
             return run()
+        turn = self.turn()
         try:
             return run()
         finally:
-            try:
-                with self.objects.locked():
-                    after = self.objects.snapshot()
-                    changed = self.objects.changes(before, after)
-                self._note(changed)
-            except (OSError, StoreError) as exc:
-                self._warn(ctx, exc)
+            after = threading.Thread(
+                target=self._take_after, args=(before, turn), name="checkpoint-after"
+            )
+            with self._lock:
+                self._after.append(after)
+            after.start()
+
+    def _take_after(self, before: str, turn: int) -> None:
+        try:
+            with self.objects.locked():
+                changed = self.objects.changes_since(before)
+            self._note(changed, turn)
+        except (OSError, StoreError) as exc:
+            with self._lock:
+                self._failed.append(exc)
+
+    def settle(self, ctx: ToolContext | None = None) -> None:
+        """Wait for the snapshots after commands still being taken; a failure among them
+        is said on `ctx`."""
+        with self._lock:
+            pending, self._after = self._after, []
+        for thread in pending:
+            thread.join()
+        with self._lock:
+            failed, self._failed = self._failed, []
+        if failed and ctx is not None:
+            self._warn(ctx, failed[0])
+
+    def close(self) -> None:
+        """The session ends: what is still being taken is kept first."""
+        self.settle()
 
     # --- the turn's changes ----------------------------------------------------------------
 
-    def _note(self, changed: list[tuple[str, FileState | None, FileState | None]]) -> None:
+    def _note(
+        self, changed: list[tuple[str, FileState | None, FileState | None]], turn: int
+    ) -> None:
         kept = [(p, b, a) for p, b, a in changed if _restorable(b) and _restorable(a)]
         if not kept:
             return
         with self._lock:
-            turn = self.turn()
             if turn != self._turn:
                 self._turn, self._changes = turn, {}
             for path, before, after in kept:

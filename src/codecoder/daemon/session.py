@@ -204,6 +204,8 @@ class LiveSession:
             raise RpcError(SERVER_ERROR, "this session keeps no checkpoints")
         if self.running:
             raise RpcError(SERVER_ERROR, "a turn is running: undo once it is done")
+        if self.setup.checkpoints is not None:
+            self.setup.checkpoints.settle()  # the last command's snapshot, if still taken
         try:
             report = undo_session(log.store, self.workspace, self.id, **options)
         except UndoError as exc:

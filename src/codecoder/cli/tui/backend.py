@@ -145,6 +145,8 @@ class LocalBackend:
 
         if self.setup.log is None:
             raise Unavailable("this session keeps no checkpoints")
+        if self.setup.checkpoints is not None:
+            self.setup.checkpoints.settle()  # the last command's snapshot, if still taken
         store = self.setup.log.store
         return undo_session(store, self.workspace, self.session_id, **options).to_wire()
 
