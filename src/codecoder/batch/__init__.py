@@ -4,7 +4,7 @@ pool of processes or on a Ray cluster (docs/batch.md).
     tasks      the tasks file: read and checked whole before anything runs (TaskSpec)
     workspace  the clone, the diff, and how git is kept from running anything of theirs
     launch     how a task's `codecoder exec` starts: forked from the zygote, or a subprocess
-    zygote     the process that has imported exec and forks a copy per task (ADR 0004)
+    zygote     the process that has imported exec and forks a copy per task (ADR 0005)
     runner     one task from clone to result (the same code on a Ray node)
     output     exec's JSONL folded into tokens, cost and gates
     results    the results file: one ResultLine per task, appended as tasks finish

@@ -1,5 +1,5 @@
 """How a task's `codecoder exec` process is started: forked from the zygote (the local
-pool, ADR 0004) or as a plain `python -m codecoder exec` child (Ray workers, which may
+pool, ADR 0005) or as a plain `python -m codecoder exec` child (Ray workers, which may
 sit on machines where no zygote runs).
 
 Either way the process leads a process group (and session) of its own, its stdout and

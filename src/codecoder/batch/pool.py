@@ -1,6 +1,6 @@
 """The local pool: `--parallel N` tasks at a time on this machine.
 
-Each task's `codecoder exec` is its own process, forked from the zygote (ADR 0004); the
+Each task's `codecoder exec` is its own process, forked from the zygote (ADR 0005); the
 pool itself is N threads of the batch process, one per slot, each taking the next task,
 running its clone and diff (git child processes) and waiting for its exec. Threads and not
 worker processes, because a slot does no Python work worth a core of its own: the CPU is

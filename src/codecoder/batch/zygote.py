@@ -1,5 +1,5 @@
 """The zygote: a process that has imported what `codecoder exec` needs and forks a copy
-of itself for each task (ADR 0004). Run as `python -m codecoder.batch.zygote` by the
+of itself for each task (ADR 0005). Run as `python -m codecoder.batch.zygote` by the
 local pool's `ZygoteLauncher` (launch.py), which talks to it over its stdin and stdout.
 
 A bare `codecoder exec` spends most of its CPU time starting the interpreter and
