@@ -202,3 +202,76 @@ def test_undo_outside_a_session_or_folder_says_so(tmp_path: Path) -> None:
         check=False,
     )
     assert missing.returncode == 2 and "no such folder" in missing.stderr
+
+
+def test_a_sub_agents_command_is_kept_with_the_turn_that_started_it(
+    workspace: Path, tmp_path: Path
+) -> None:
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "codecoder" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("[subagents]\nrun_command = true\n")
+    (workspace / "fix.sh").write_text("echo patched >> edited.txt\n")
+    script = tmp_path / "sub-script.json"
+    script.write_text(
+        json.dumps(
+            {
+                "format": "codecoder-script/1",
+                "replies": [[call("agent", tasks=[{"task": "patch it"}])], ["done"]],
+                "subagents": [
+                    {
+                        "match": "patch",
+                        "replies": [[call("run_command", command="sh fix.sh")], ["patched"]],
+                    }
+                ],
+            }
+        )
+    )
+    result = subprocess.run(
+        [*CLI, "exec", "--json", "--approval", "full-auto", "--sandbox", "off", "--script",
+         str(script), "-C", str(workspace), "go"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert (workspace / "edited.txt").read_text().endswith("patched\n")
+    done = undo(workspace)
+    assert done.returncode == 0, done.stderr
+    assert (workspace / "edited.txt").read_text() == "one\ntwo\nthree\n"
+
+
+def test_without_git_file_tools_keep_checkpoints_and_commands_say_they_cannot(
+    workspace: Path, tmp_path: Path
+) -> None:
+    bin_dir = tmp_path / "bin"  # every program of PATH but git
+    bin_dir.mkdir()
+    for folder in os.environ["PATH"].split(os.pathsep):
+        for program in Path(folder).glob("*") if Path(folder).is_dir() else ():
+            target = bin_dir / program.name
+            if program.name != "git" and not target.exists() and os.access(program, os.X_OK):
+                target.symlink_to(program)
+    script = tmp_path / "nogit.json"
+    script.write_text(
+        json.dumps(
+            [
+                [
+                    call("write_file", path="a.txt", content="A\n"),
+                    call("run_command", command="rm deleted.txt"),
+                ],
+                ["done"],
+            ]
+        )
+    )
+    env = {**os.environ, "PATH": str(bin_dir)}
+    result = subprocess.run(
+        [*CLI, "exec", "--json", "--approval", "full-auto", "--sandbox", "off", "--script",
+         str(script), "-C", str(workspace), "go"],
+        capture_output=True, text=True, timeout=60, check=False, env=env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    statuses = [x["detail"] for x in lines if x["type"] == "status_update"]
+    assert any("could not keep a checkpoint (git is not installed" in s for s in statuses)
+    assert [x["status"] for x in lines if x["type"] == "tool_finished"] == ["success", "success"]
+    done = undo(workspace)
+    assert done.returncode == 0, done.stderr
+    assert not (workspace / "a.txt").exists()  # the file tool's change was kept
+    assert not (workspace / "deleted.txt").exists()  # the command's was not

@@ -139,3 +139,37 @@ def test_undo_is_refused_while_a_turn_runs(workspace: Path, tmp_path: Path) -> N
         error = agent.error_of("_codecoder/undo", {"sessionId": session})
         assert error["code"] == SERVER_ERROR and "a turn is running" in error["message"]
         assert agent.response(prompt)["result"] == {"stopReason": "end_turn"}
+
+
+def test_the_terminal_clients_remote_agent_steers_and_undoes_through_a_daemon(
+    workspace: Path, tmp_path: Path
+) -> None:
+    from codecoder.daemon.client import RemoteAgent
+    from codecoder.kernel.events import Done, Steered
+    from tests.daemon.helpers import Daemon
+
+    replies = [
+        [call("run_command", command="sleep 0.5")],
+        [call("write_file", path="made.txt", content="x\n")],
+        ["done"],
+    ]
+    daemon = Daemon(write_script(tmp_path / "s.json", *replies), "--approval", "full-auto")
+    agent = None
+    try:
+        agent = RemoteAgent.open(daemon.client(), workspace)
+        agent.send("go")
+        seen = []
+        while not (seen and type(seen[-1]).__name__ == "ToolStarted"):
+            seen.append(agent.next_event(15))
+        assert agent.steer("careful") is True
+        while not isinstance(event := agent.next_event(15), Done):
+            seen.append(event)
+        assert Steered("careful") in seen
+        result = agent.undo()
+        assert result["done"] is True
+        assert result["files"] == [{"path": "made.txt", "action": "deleted"}]
+        assert not (workspace / "made.txt").exists()
+    finally:
+        if agent is not None:
+            agent.shutdown()
+        daemon.stop()
