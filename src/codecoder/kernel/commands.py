@@ -28,8 +28,8 @@ class Steer(msgspec.Struct, frozen=True, tag="steer", tag_field="type"):
 
 class Cancel(msgspec.Struct, frozen=True, tag="cancel", tag_field="type"):
     """Stop the running turn, any message queued behind it and any steer not yet taken
-    (Ctrl+C stops everything the user asked for so far). Answered by Done{cancelled: true, reason: "cancelled"}
-    for each of them; ignored when no turn runs."""
+    (Ctrl+C stops everything the user asked for so far). Answered by
+    Done{cancelled: true, reason: "cancelled"} for each of them; ignored when no turn runs."""
 
 
 class Shutdown(msgspec.Struct, frozen=True, tag="shutdown", tag_field="type"):
