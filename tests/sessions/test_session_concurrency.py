@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from codecoder.sessions.store import SessionStore
 from tests.sessions.session_samples import exchange
@@ -153,3 +157,34 @@ def test_two_writer_processes_share_the_file(db: Path) -> None:
         for session in sessions:
             assert store.load_messages(session) == exchange(1, ROUNDS)
             assert store.get(session).message_count == 4 * ROUNDS
+
+
+def test_a_new_connection_never_opens_the_database_file_itself(
+    db: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Closing any descriptor of the file drops every POSIX lock this process holds on it,
+    the other connections' too; a connection closing after that thought it was the last,
+    deleted the WAL and lost a session another thread had just made (the terminal
+    client's /new, one run in two). So once the file exists, only SQLite opens it."""
+    first = SessionStore(db)
+    session = first.create("/", "m/m")
+    opened: list[str] = []
+    real_open = os.open
+
+    def watching_open(path: Any, *args: Any, **kwargs: Any) -> int:
+        fd = real_open(path, *args, **kwargs)
+        opened.append(os.fspath(path))  # a descriptor was made
+        return fd
+
+    monkeypatch.setattr(os, "open", watching_open)
+    second = SessionStore(db)
+    made: list[str] = []
+    worker = threading.Thread(target=lambda: made.append(second.create("/", "m/m")))
+    worker.start()
+    worker.join()
+    second.begin_turn(made[0])  # this thread's connection, another new one
+    first.close()
+    second.close()
+    assert os.fspath(db) not in opened
+    with SessionStore(db) as third:
+        assert {s.id for s in third.list_sessions("/")} == {session, made[0]}

@@ -20,6 +20,7 @@ How it uses SQLite, and why:
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import sqlite3
@@ -544,7 +545,13 @@ class SessionStore:
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         except FileExistsError:  # a file where the folder should be
             raise NotADirectoryError(0, f"{self.path.parent} is not a folder") from None
-        os.close(os.open(self.path, os.O_CREAT | os.O_RDWR, 0o600))
+        # Made private before SQLite makes it with the umask's mode. Never opened (and
+        # closed) once it exists: closing any descriptor of the file drops every POSIX
+        # lock this process holds on it, the other connections' too, and a connection
+        # that then closes thinks it is the last, deletes the WAL and loses what the
+        # others committed (seen: a session made on one thread gone from the next).
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600))
         conn = sqlite3.connect(
             self.path,
             timeout=BUSY_TIMEOUT,
