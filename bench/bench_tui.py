@@ -411,9 +411,7 @@ def render(count: int, tmp: Path, runs: int) -> None:
     report("printed raw: CPU", [s[1] * 1000 for s in raw])
     report("the client: CPU", [s[1] * 1000 for s in ours])
     for index, what in ((0, "wall"), (1, "CPU")):
-        ratio = statistics.median(s[index] for s in ours) / statistics.median(
-            s[index] for s in raw
-        )
+        ratio = statistics.median(s[index] for s in ours) / statistics.median(s[index] for s in raw)
         print(f"  ratio of medians ({what}): {ratio:.2f}x")
 
 
@@ -426,7 +424,7 @@ def main() -> None:
     parser.add_argument("--only", default="launch,cancel,render")
     options = parser.parse_args()
     wanted = set(options.only.split(","))
-    with tempfile.TemporaryDirectory() as folder:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as folder:
         tmp = Path(folder)
         os.environ.update(environment(tmp))  # the in-process client's store, too
         if "launch" in wanted:

@@ -3,6 +3,7 @@ zygote's end, and a task that will not stop when asked."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import signal
 import threading
@@ -16,6 +17,7 @@ from codecoder.batch import runner
 from codecoder.batch.launch import Launcher, SubprocessLauncher, ZygoteLauncher
 from codecoder.batch.runner import TaskControl, TaskOutcome, run_task
 from codecoder.batch.tasks import TaskSpec, load_tasks
+from codecoder.batch.zygote import PRELOAD
 from tests.batch.helpers import (
     call,
     make_repo,
@@ -124,6 +126,12 @@ def test_the_end_of_the_zygote_ends_its_tasks(tmp_path: Path, how: str) -> None:
         time.sleep(0.05)  # exec's watchdog, for the SIGKILLed zygote's orphans
     assert not task_processes()
     assert not any(Path(f"/proc/{pid}").exists() for pid in commands)
+
+
+def test_every_module_the_zygote_preloads_exists() -> None:
+    """A rename would only make every task slower, silently: this says it at once."""
+    missing = [name for name in PRELOAD if importlib.util.find_spec(name) is None]
+    assert not missing
 
 
 def test_cancel_before_the_exec_starts_runs_nothing(tmp_path: Path) -> None:

@@ -149,7 +149,7 @@ class RayRunner:
                     log_to_driver=False,
                     logging_level=logging.WARNING,
                 )
-            except (ConnectionError, RuntimeError, ValueError) as exc:
+            except Exception as exc:  # Ray's own errors, ConnectionError, ValueError …
                 raise RayUnavailable(f"cannot reach Ray at {address}: {exc}") from None
         return cls(
             window=parallel or cluster_slots(cpus_per_task),

@@ -64,7 +64,6 @@ def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
     batch.add_argument(
         "--cpus-per-task",
         type=_positive_float,
-        default=1.0,
         metavar="N",
         help="with --ray: CPUs Ray reserves for each task (default 1)",
     )
@@ -104,8 +103,13 @@ def batch_cmd(args: argparse.Namespace) -> int:
 
     tasks_path = Path(args.tasks)
     results_path = Path(args.output) if args.output else _default_results(tasks_path)
+    if args.ray is None and args.cpus_per_task is not None:
+        print("codecoder batch: --cpus-per-task applies to --ray", file=sys.stderr)
+        return EXIT_USAGE
     try:
         specs = load_tasks(tasks_path)
+        if not results_path.absolute().parent.is_dir():
+            raise ResultsError(f"{results_path}: no such folder")
         if not args.resume and results_path.exists() and results_path.stat().st_size:
             raise ResultsError(
                 f"{results_path} already has results: --resume goes on with it "
@@ -192,7 +196,9 @@ class _Batch:
             raise _Unavailable("--ray needs Ray: pip install 'codecoder[ray]'") from None
         try:
             return RayRunner.connect(
-                self.args.ray, parallel=self.args.parallel, cpus_per_task=self.args.cpus_per_task
+                self.args.ray,
+                parallel=self.args.parallel,
+                cpus_per_task=self.args.cpus_per_task or 1.0,
             )
         except RayUnavailable as exc:
             raise _Unavailable(str(exc)) from None

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from codecoder.cli.tui.backend import Backend
 
+
 class Client(Protocol):
     """What steering needs of the client (cli/tui/app.py)."""
 
