@@ -191,10 +191,10 @@ def test_nothing_to_compact_is_said_plainly(
     loop, _, _, compactor = setup(tmp_path, [], [], window=100_000)
     handle = start_agent(loop)
     handle.compact()
-    statuses = [handle.next_event(5), handle.next_event(5)]
+    statuses = [handle.next_event(5) for _ in range(3)]
     handle.shutdown()
     compactor.close()
-    assert StatusUpdate("compact", "nothing to compact") in statuses
+    assert StatusUpdate("idle", "nothing to compact", notice="compact") in statuses
     assert not any(isinstance(e, Done) for e in statuses)
 
 

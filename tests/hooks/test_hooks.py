@@ -231,7 +231,7 @@ def test_other_exits_warn_and_go_on(workspace: Path) -> None:
     code, lines, err = exec_json(workspace, replies)
     assert code == 0, err
     warnings = [
-        line["detail"] for line in of_type(lines, "status_update") if line["status"] == "hook"
+        line["detail"] for line in of_type(lines, "status_update") if line["notice"] == "hook"
     ]
     assert "user_prompt hook `kill -TERM $$` was killed by signal 15" in warnings
     assert "pre_tool hook `echo boom >&2; exit 7` exited 7: boom" in warnings
@@ -265,7 +265,7 @@ def test_a_hanging_hook_is_killed_at_its_timeout(
     leave_nothing.extend(pids)
     assert len(pids) == 2 and not any(alive(pid) for pid in pids)  # shell and its sleep
     warnings = [
-        line["detail"] for line in of_type(lines, "status_update") if line["status"] == "hook"
+        line["detail"] for line in of_type(lines, "status_update") if line["notice"] == "hook"
     ]
     assert any("timed out after 1 s and was killed" in w for w in warnings)
     assert (workspace / "a.txt").exists()

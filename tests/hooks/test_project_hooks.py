@@ -54,7 +54,7 @@ def test_an_untrusted_folders_hooks_never_run(repo: Path, tmp_path: Path) -> Non
     code, lines, err = exec_json(repo, replies)
     assert code == 0, err
     assert not any(m.exists() for m in markers.values()) and not (tmp_path / "ran-local").exists()
-    assert not any(line["status"] == "hook" for line in of_type(lines, "status_update"))
+    assert not any(line["notice"] == "hook" for line in of_type(lines, "status_update"))
     listed = codecoder("hooks", "list", "-C", str(repo))
     assert "not run (folder not trusted: codecoder trust)" in listed.stdout
 
@@ -67,7 +67,7 @@ def test_a_trusted_folders_hook_runs_only_once_approved(repo: Path, tmp_path: Pa
     assert code == 0, err
     assert not marker.exists()
     notices = [
-        line["detail"] for line in of_type(lines, "status_update") if line["status"] == "hook"
+        line["detail"] for line in of_type(lines, "status_update") if line["notice"] == "hook"
     ]
     assert len(notices) == 1 and "project hook not run (new)" in notices[0]
     assert "codecoder hooks approve" in notices[0] and f"touch {marker}" in notices[0]
@@ -89,7 +89,7 @@ def test_a_changed_or_added_project_hook_asks_again(repo: Path, tmp_path: Path) 
     assert code == 0, err
     assert not first.exists() and not second.exists()
     notices = [
-        line["detail"] for line in of_type(lines, "status_update") if line["status"] == "hook"
+        line["detail"] for line in of_type(lines, "status_update") if line["notice"] == "hook"
     ]
     assert "changed or added since you approved its hooks" in notices[0]
     listed = codecoder("hooks", "list", "-C", str(repo))

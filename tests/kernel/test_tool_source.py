@@ -46,7 +46,7 @@ class Source:
         with self._lock:
             self._tools = (*self._tools, *tools)
             if notice is not None:
-                self._notices.append(StatusUpdate("mcp", notice))
+                self._notices.append(StatusUpdate("idle", notice, "mcp"))
 
     def tools(self) -> Sequence[Tool]:
         with self._lock:

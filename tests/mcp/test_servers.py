@@ -199,7 +199,7 @@ def test_a_call_waits_for_a_server_still_starting(
     assert "mcp__time__get_current_time" in offered
     result = offered["mcp__time__get_current_time"].run({"timezone": "UTC"}, ctx)
     assert result.status == "success", result.text
-    assert StatusUpdate("mcp", "waiting for MCP server time") in events
+    assert StatusUpdate("running_tool", "waiting for MCP server time", "mcp") in events
 
 
 def test_a_slow_server_never_blocks_and_fails_with_its_stderr(managers: Managers) -> None:

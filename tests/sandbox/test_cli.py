@@ -183,7 +183,7 @@ def test_full_auto_without_bwrap_says_so_once(
     code, lines, err = run_exec(tmp_path, ws, replies, *FULL_AUTO, env=failing_bwrap)
     assert code == 0, err
     notices = [line for line in lines if line["type"] == "status_update"]
-    notices = [line for line in notices if line["status"] == "sandbox"]
+    notices = [line for line in notices if line["notice"] == "sandbox"]
     assert len(notices) == 1
     assert "commands run without a sandbox" in notices[0]["detail"]
     assert "cannot create namespaces" in notices[0]["detail"]
@@ -212,7 +212,7 @@ def test_other_approval_modes_run_unconfined_and_say_nothing(
     )
     assert code == 0, err
     assert finished(lines)[0]["status"] == "success"
-    assert not [line for line in lines if line.get("status") == "sandbox"]
+    assert not [line for line in lines if line.get("notice") == "sandbox"]
     assert "sandbox" not in err
 
 

@@ -16,7 +16,7 @@ import pytest
 from codecoder.kernel.cancel import CancelToken
 from codecoder.kernel.events import AgentEvent, StatusUpdate
 from codecoder.kernel.ports import ToolContext, ToolFailure
-from codecoder.sandbox import NOTICE_STATUS, SandboxUnavailable
+from codecoder.sandbox import SandboxUnavailable
 from codecoder.sandbox.probe import Probe, forget, probe
 from codecoder.sandbox.runtime import Sandbox
 from codecoder.tools.process import ProcessManager
@@ -138,7 +138,7 @@ def test_run_command_emits_the_notice_once(workspace: Path, manager: ProcessMana
     for _ in range(2):
         result = tool.run({"command": "echo hi"}, context(workspace, events))
         assert result.status == "success"
-    notices = [e for e in events if isinstance(e, StatusUpdate) and e.status == NOTICE_STATUS]
+    notices = [e for e in events if isinstance(e, StatusUpdate) and e.notice == "sandbox"]
     assert len(notices) == 1
 
 

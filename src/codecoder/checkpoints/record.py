@@ -36,7 +36,6 @@ from codecoder.kernel.ports import Risk, Tool, ToolContext
 
 FILE_TOOLS = frozenset({"write_file", "edit_file"})
 COMMAND_TOOLS = frozenset({"run_command"})
-STATUS = "checkpoint"
 
 
 class FileChange(msgspec.Struct, frozen=True):
@@ -205,7 +204,11 @@ class Checkpoints:
             return
         self._warned = True
         ctx.emit(
-            StatusUpdate(STATUS, f"could not keep a checkpoint ({exc}): /undo will not cover it")
+            StatusUpdate(
+                "running_tool",
+                f"could not keep a checkpoint ({exc}): /undo will not cover it",
+                notice="checkpoint",
+            )
         )
 
 

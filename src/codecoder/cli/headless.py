@@ -46,8 +46,6 @@ from codecoder.kernel.events import (
     Usage,
 )
 from codecoder.kernel.handle import AgentClosed, AgentHandle
-from codecoder.mcp import NOTICE_STATUS as MCP_NOTICE
-from codecoder.sandbox import NOTICE_STATUS
 from codecoder.sessions.errors import SessionError
 
 if TYPE_CHECKING:
@@ -184,7 +182,7 @@ class _Runner:
             inner = inner.event
         if isinstance(inner, ConfirmRequest | AskUser):
             self._question(inner)
-        if isinstance(inner, StatusUpdate) and inner.status in (NOTICE_STATUS, MCP_NOTICE, "hook"):
+        if isinstance(inner, StatusUpdate) and inner.notice is not None:
             _progress(f"codecoder: {inner.detail}")  # on stderr also with --json
         if isinstance(event, Error):
             self.failure = event

@@ -18,6 +18,7 @@ import msgspec
 from codecoder.kernel import codec
 from codecoder.kernel.events import (
     AgentEvent,
+    AgentState,
     AskUser,
     Compacted,
     ConfirmRequest,
@@ -26,6 +27,7 @@ from codecoder.kernel.events import (
     Error,
     NewReasoning,
     NewToken,
+    NoticeSource,
     StatusUpdate,
     Steered,
     Subagent,
@@ -75,8 +77,9 @@ class NewReasoningLine(_Turned, frozen=True, tag="new_reasoning"):
 
 
 class StatusUpdateLine(_Turned, frozen=True, tag="status_update"):
-    status: str
+    status: AgentState
     detail: str
+    notice: NoticeSource | None
 
 
 class ToolStartedLine(_Turned, frozen=True, tag="tool_started"):

@@ -127,9 +127,10 @@ class Renderer:
         self.mode = "idle"
 
     def _on_StatusUpdate(self, event: StatusUpdate) -> None:
-        if event.status in ("retrying", "compact", "max_tokens", "sandbox", "mcp", "hook"):
+        if event.notice is not None or event.status == "retrying":
             self._enter("idle")
-            self._write(self.style(f"[{event.status}] {event.detail}", "yellow") + "\n")
+            said = event.notice or event.status
+            self._write(self.style(f"[{said}] {event.detail}", "yellow") + "\n")
 
     def _on_Steered(self, event: Steered) -> None:
         self._enter("idle")

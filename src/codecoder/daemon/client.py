@@ -23,6 +23,7 @@ import msgspec
 
 from codecoder import paths
 from codecoder.daemon.acp import PERMISSION_OPTIONS
+from codecoder.daemon.remote_events import ModeChanged, RemoteEvent, RequestResolved
 from codecoder.daemon.rpc import PROTOCOL_VERSION, Connection, RpcError
 from codecoder.kernel.events import (
     AgentEvent,
@@ -169,7 +170,7 @@ class RemoteAgent:
         self.client = client
         self.session_id = session_id
         self.workspace = workspace
-        self._events: queue.SimpleQueue[AgentEvent | None] = queue.SimpleQueue()
+        self._events: queue.SimpleQueue[RemoteEvent | None] = queue.SimpleQueue()
         self._names: dict[str, tuple[str, dict[str, Any]]] = {}
         self._tails: dict[str, str] = {}
         self._early: list[tuple[str, Any]] = []
@@ -243,7 +244,7 @@ class RemoteAgent:
         )
         return result
 
-    def next_event(self, timeout: float | None = None) -> AgentEvent | None:
+    def next_event(self, timeout: float | None = None) -> RemoteEvent | None:
         try:
             return self._events.get(timeout=timeout)
         except queue.Empty:
@@ -290,13 +291,14 @@ class RemoteAgent:
                 if event is not None:
                     self._events.put(event)
 
-    def _extension(self, method: str, params: dict[str, Any]) -> AgentEvent | None:
-        """Our `_codecoder/…` notifications (docs/acp.md) as kernel events."""
+    def _extension(self, method: str, params: dict[str, Any]) -> RemoteEvent | None:
+        """Our `_codecoder/…` notifications (docs/acp.md) as kernel events (a status
+        `error` is not one: the prompt's JSON-RPC error brings the Error)."""
         from codecoder.kernel import codec
 
         try:
             if method == "_codecoder/status":
-                return StatusUpdate(str(params.get("status")), str(params.get("detail")))
+                return msgspec.convert(params, StatusUpdate)
             if method == "_codecoder/usage":
                 return msgspec.convert(params, Usage)
             if method == "_codecoder/compacted":
@@ -305,7 +307,7 @@ class RemoteAgent:
                 inner = codec.convert(params.get("event"), AgentEvent)  # type: ignore[arg-type]
                 return Subagent(str(params.get("agentId")), inner)
             if method == "_codecoder/request_resolved":
-                return StatusUpdate("request_resolved", str(params.get("toolCallId", "")))
+                return RequestResolved(str(params.get("toolCallId", "")))
             if method == "_codecoder/steered":
                 by = "hook" if params.get("by") == "hook" else "user"
                 return Steered(str(params.get("text", "")), params.get("nextTurn") is True, by)
@@ -313,7 +315,7 @@ class RemoteAgent:
             return None
         return None
 
-    def _translate(self, update: Any) -> list[AgentEvent]:
+    def _translate(self, update: Any) -> list[RemoteEvent]:
         if not isinstance(update, dict):
             return []
         kind = update.get("sessionUpdate")
@@ -343,7 +345,7 @@ class RemoteAgent:
         if kind == "plan" and isinstance(update.get("entries"), list):
             return [TodoUpdated(tuple(_todo(e) for e in update["entries"] if isinstance(e, dict)))]
         if kind == "current_mode_update":
-            return [StatusUpdate("mode", str(update.get("currentModeId", "")))]
+            return [ModeChanged(str(update.get("currentModeId", "")))]
         return []
 
     def _question(self, request_id: Any, method: str, params: Any) -> None:

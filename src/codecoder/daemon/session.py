@@ -275,7 +275,7 @@ class LiveSession:
             self._error = event.message
             self._status("error", event.message)
         elif isinstance(event, StatusUpdate):
-            self._status(event.status, event.detail)
+            self._status(event.status, event.detail, event.notice)
         elif isinstance(event, Usage):
             if self.setup.log is not None:
                 self.setup.log.add_usage(event)
@@ -431,8 +431,11 @@ class LiveSession:
     def _extension(self, method: str, params: dict[str, Any]) -> None:
         self._send(_notification(method, {"sessionId": self.id, **params}))
 
-    def _status(self, status: str, detail: str) -> None:
-        self._extension("_codecoder/status", {"status": status, "detail": detail})
+    def _status(self, status: str, detail: str, notice: str | None = None) -> None:
+        params = {"status": status, "detail": detail}
+        if notice is not None:
+            params["notice"] = notice
+        self._extension("_codecoder/status", params)
 
     def _send(self, frame: bytes) -> None:
         with self._lock:

@@ -37,8 +37,6 @@ from codecoder.kernel.ports import (
     ToolSource,
 )
 
-STATUS = "hook"
-"""The StatusUpdate status of a hook's warning."""
 NO_TOOLS: tuple[Tool, ...] = ()
 
 
@@ -97,7 +95,7 @@ def hooked(tools: Sequence[Tool], runner: HookRunner) -> list[Tool]:
 
 def _warn(ctx: ToolContext, lines: list[str]) -> None:
     for line in lines:
-        ctx.emit(StatusUpdate(STATUS, line))
+        ctx.emit(StatusUpdate("running_tool", line, notice="hook"))
 
 
 class HookGates:
@@ -163,7 +161,8 @@ class HookNotices:
 
     def notices(self) -> Sequence[StatusUpdate]:
         found = list(self.inner.notices()) if self.inner is not None else []
-        found += [StatusUpdate(STATUS, line) for line in self.runner.take_notices()]
+        # The loop says them in the state it is in.
+        found += [StatusUpdate("idle", line, "hook") for line in self.runner.take_notices()]
         return found
 
 

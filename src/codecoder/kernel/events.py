@@ -71,11 +71,37 @@ class ToolFinished(msgspec.Struct, frozen=True, tag="tool_finished", tag_field="
         return self.result.status if self.result is not None else "error"
 
 
-class StatusUpdate(msgspec.Struct, frozen=True, tag="status_update", tag_field="type"):
-    """A state change worth showing: thinking, running a tool, retrying, compacting."""
+AgentState = Literal[
+    "idle",
+    "thinking",
+    "streaming",
+    "waiting_for_approval",
+    "waiting_for_user",
+    "running_tool",
+    "compacting",
+    "retrying",
+]
+"""What the agent is doing. A closed set, so that a client can show each state its own way
+and know it has seen them all; what varies goes into `detail`."""
 
-    status: str
+NoticeSource = Literal[
+    "sandbox", "mcp", "hook", "checkpoint", "compact", "max_tokens", "permissions"
+]
+"""Who says something worth a line while the agent works: full-auto without its sandbox, an
+MCP server that failed, a hook's warning, a checkpoint not kept, a /compact with nothing to
+do, a reply cut at its token limit, a permission rule that could not be saved."""
+
+
+class StatusUpdate(msgspec.Struct, frozen=True, tag="status_update", tag_field="type"):
+    """The agent's state changed to `status` (`detail`: the tool's name, the retry's wait,
+    why it compacts). With `notice` set, the state has not changed: `detail` is a warning
+    from that source, said while the agent is in `status`. One event for both, so that a
+    consumer reading statuses never misses a warning, and one reading warnings needs no
+    second stream."""
+
+    status: AgentState
     detail: str = ""
+    notice: NoticeSource | None = None
 
 
 class AskUser(

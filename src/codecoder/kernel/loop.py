@@ -23,6 +23,7 @@ from codecoder.kernel.cancel import Cancelled, CancelToken
 from codecoder.kernel.commands import Compact, ProcessMessage, Shutdown
 from codecoder.kernel.events import (
     AgentEvent,
+    AgentState,
     Compacted,
     ConfirmReply,
     ConfirmRequest,
@@ -31,6 +32,7 @@ from codecoder.kernel.events import (
     Error,
     NewReasoning,
     NewToken,
+    NoticeSource,
     StatusUpdate,
     Steered,
     ToolError,
@@ -139,6 +141,7 @@ class AgentLoop:
         self._stop_gate = stop_gate
         self._prompt_gate = prompt_gate
         self._usage: Usage | None = None
+        self._state: AgentState = "idle"
         self._messages: list[Message] = list(messages)
         # a resumed view may lack the store's last ids (compacted, or dropped by repair)
         self._next_id = max(next_id, max((m.id for m in self._messages), default=0) + 1)
@@ -222,6 +225,13 @@ class AgentLoop:
         else:
             self._tracer.event(self.name, self.turn, event, self._events.put)
 
+    def _status(self, state: AgentState, detail: str = "") -> None:
+        self._state = state
+        self._emit(StatusUpdate(state, detail))
+
+    def _notice(self, source: NoticeSource, detail: str) -> None:
+        self._emit(StatusUpdate(self._state, detail, source))
+
     def _trace(self, direction: Direction, data: object) -> None:
         if self._tracer is not None:
             self._tracer.line(direction, self.name, self.turn, data)
@@ -255,6 +265,7 @@ class AgentLoop:
             reason = "error"
         if reason == "cancelled" and self._journal.closing(self._closing.is_set()):
             reason = "shutdown"
+        self._status("idle")
         self._show_notices()
         self._late_steers(token)
         done = Done(cancelled=reason in ("cancelled", "shutdown"), reason=reason)
@@ -274,7 +285,7 @@ class AgentLoop:
                 if exc.kind != "context_length" or retried or self._compactor is None:
                     raise
                 retried = True  # compact and retry once
-                self._emit(StatusUpdate("compacting", "the context is too long"))
+                self._status("compacting", "the context is too long")
                 view = self._journal.compact_now(self._compactor, self._messages, token)
                 if not self._apply(view):
                     raise
@@ -347,14 +358,17 @@ class AgentLoop:
         self._journal.compact_command()
         try:
             if self._compactor is None:
-                self._emit(StatusUpdate("compact", "compaction is not configured"))
+                self._notice("compact", "compaction is not configured")
                 return
-            self._emit(StatusUpdate("compacting", "on request"))
+            self._status("compacting", "on request")
             view = self._journal.compact_now(self._compactor, self._messages, token)
-            if not self._apply(view):
-                self._emit(StatusUpdate("compact", "nothing to compact"))
+            applied = self._apply(view)
+            self._status("idle")
+            if not applied:
+                self._notice("compact", "nothing to compact")
         except Cancelled:
-            self._emit(StatusUpdate("compact", "cancelled"))
+            self._status("idle")
+            self._notice("compact", "cancelled")
         finally:
             self._late_steers(token)
             self._journal.ended(self.turn, None)
@@ -386,7 +400,7 @@ class AgentLoop:
     def _show_notices(self) -> None:
         if self._source is not None:
             for notice in self._source.notices():
-                self._emit(notice)
+                self._emit(msgspec.structs.replace(notice, status=self._state))
 
     # --- streaming -------------------------------------------------------------------
 
@@ -394,7 +408,7 @@ class AgentLoop:
         """Stream one reply into history; return its tool calls. A cancel or a failure
         mid-stream keeps what arrived as an interrupted message, then raises."""
         request = self._request()
-        self._emit(StatusUpdate("thinking"))
+        self._status("thinking")
         if self._tracer is not None:
             self._trace_request(request)
         stream = self._journal.stream(lambda: self._read(request, token), token)
@@ -496,6 +510,8 @@ class AgentLoop:
                 if self._tracer is not None:
                     self._trace("stream", {"type": "text_delta", "chunks": parts})
                 builder.text(text)
+                if self._state != "streaming":
+                    self._status("streaming")
                 self._emit(NewToken(text))
             elif isinstance(item, BaseException):
                 raise item
@@ -505,18 +521,23 @@ class AgentLoop:
     def _fold(self, event: StreamEvent, builder: ReplyBuilder, calls: list[ToolCall]) -> None:
         if isinstance(event, ReasoningDelta):
             builder.reasoning(event.text)
+            if self._state != "streaming":
+                self._status("streaming")
             self._emit(NewReasoning(event.text))
         elif isinstance(event, ReasoningDone):
             builder.reasoning_done(event.token)
         elif isinstance(event, ToolCallDone):
+            if self._state != "streaming":
+                self._status("streaming")
             calls.append(builder.tool_call(event.id, event.name, event.raw_args))
         elif isinstance(event, Usage):
             self._usage = event
             self._emit(event)
-        elif isinstance(event, StatusUpdate):
+        elif isinstance(event, StatusUpdate):  # the provider retries
+            self._state = event.status
             self._emit(event)
         elif isinstance(event, Stop) and event.reason == "max_tokens":
-            self._emit(StatusUpdate("max_tokens", "the reply hit the output token limit"))
+            self._notice("max_tokens", "the reply hit the output token limit")
 
     # --- tools -----------------------------------------------------------------------
 
@@ -528,7 +549,6 @@ class AgentLoop:
             if self._journal.cancelled(token):
                 finished = ToolFinished(call.id, call.name, result=_cancelled(call))
             else:
-                self._emit(StatusUpdate("running_tool", call.name))
                 finished = self._execute(call, token)
             self._emit(finished)
             self._commit(Message(id=0, role="tool", items=(_result_for_model(finished),)))
@@ -553,6 +573,7 @@ class AgentLoop:
                     "invalid_args", f"arguments are not a JSON object: {call.raw_args[:200]!r}"
                 )
             self._authorise(tool, call, token)
+            self._status("running_tool", call.name)
             ctx = ToolContext(
                 call_id=call.id,
                 cancel=token,
@@ -586,6 +607,7 @@ class AgentLoop:
         if decision.verdict == "deny":
             raise ToolFailure("denied", decision.reason or f"{call.name} is not allowed")
         reply: Oneshot[ConfirmReply] = Oneshot()
+        self._status("waiting_for_approval", call.name)
         self._emit(ConfirmRequest(tool_call=call, reason=decision.reason, reply=reply))
         answer = self._journal.answer(reply, token)
         self._trace_reply(reply, answer)
@@ -593,7 +615,7 @@ class AgentLoop:
             scope = "session" if answer.decision == "allow_session" else "project"
             error = self._journal.remember(self._policy, tool, call, scope)
             if error is not None:
-                self._emit(StatusUpdate("permissions", f"could not save the rule: {error}"))
+                self._notice("permissions", f"could not save the rule: {error}")
         elif answer.decision in ("deny", "deny_session"):
             if answer.decision == "deny_session":
                 self._journal.forbid(self._policy, tool, call)

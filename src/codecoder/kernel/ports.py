@@ -145,10 +145,12 @@ class ToolContext(msgspec.Struct):
     def ask_user(self, question: str, options: tuple[str, ...] = ()) -> str:
         """Ask through the reply oneshot; raises Cancelled if the turn is cancelled."""
         reply: Oneshot[str] = Oneshot()
+        self.emit(StatusUpdate("waiting_for_user"))
         self.emit(AskUser(question=question, options=options, reply=reply))
         answer = reply.recv(cancel=self.cancel)
         if self.replied is not None:
             self.replied(reply, answer)
+        self.emit(StatusUpdate("running_tool"))
         return answer
 
 

@@ -19,6 +19,3 @@ tools as `kernel.ports.Tool`s. Who imports what:
 Nothing here is imported by a session that has no server configured.
 """
 
-NOTICE_STATUS = "mcp"
-"""The StatusUpdate status of the client's lines (a server that failed to start, one that
-went away, a call waiting for a server): the faces show them as they come."""

@@ -45,7 +45,7 @@ from codecoder.kernel.ports import (
     StreamEvent,
     ToolContext,
 )
-from codecoder.mcp import NOTICE_STATUS, cache
+from codecoder.mcp import cache
 from codecoder.mcp.cache import ToolEntry
 from codecoder.mcp.config import Selection, ServerSpec
 from codecoder.mcp.loop import LoopClosed, LoopThread
@@ -454,7 +454,9 @@ class McpManager:
                 now = time.monotonic()
                 if deadline is None:
                     deadline = now + spec.startup_timeout
-                    ctx.emit(StatusUpdate(NOTICE_STATUS, f"waiting for MCP server {name}"))
+                    ctx.emit(
+                        StatusUpdate("running_tool", f"waiting for MCP server {name}", "mcp")
+                    )
                 if now >= deadline:
                     return f"MCP server {name} did not start within {spec.startup_timeout:g} s"
                 _wait_cancellable(slot.cond, deadline - now, ctx.cancel)
@@ -515,7 +517,7 @@ class McpManager:
 
     def notice(self, text: str) -> None:
         with self._lock:
-            self._notices.append(StatusUpdate(NOTICE_STATUS, text))
+            self._notices.append(StatusUpdate("idle", text, "mcp"))  # the loop says its state
 
     def tools_changed(self) -> None:
         offered: list[McpTool] = []

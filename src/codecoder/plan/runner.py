@@ -67,8 +67,9 @@ class AgentPort(Protocol):
         """Cancel the running or queued turn; from any thread."""
         ...
 
-    def next_event(self, timeout: float | None = None) -> AgentEvent | None:
-        """The next event; None once the agent has ended."""
+    def next_event(self, timeout: float | None = None) -> object | None:
+        """The next event; None once the agent has ended. Kernel events, and for a daemon
+        session the client's own (daemon/remote_events.py), passed on as they are."""
         ...
 
 

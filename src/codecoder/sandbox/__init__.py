@@ -34,8 +34,6 @@ MODES: tuple[SandboxMode, ...] = get_args(SandboxMode)
 
 ESCALATION_ARG = "sandbox"
 """run_command's argument that asks, with `false`, to run outside the sandbox."""
-NOTICE_STATUS = "sandbox"
-"""The `status` of the StatusUpdate saying that full-auto runs without its sandbox."""
 
 
 class SandboxUnavailable(Exception):

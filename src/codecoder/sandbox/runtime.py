@@ -33,12 +33,12 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from codecoder.sandbox import NOTICE_STATUS, SandboxMode, SandboxUnavailable
+from codecoder.sandbox import SandboxMode, SandboxUnavailable
 from codecoder.sandbox.bwrap import Confinement
 from codecoder.sandbox.layout import FolderScan
 from codecoder.sandbox.probe import Probe, probe
 
-__all__ = ["NOTICE_STATUS", "Sandbox", "Wrapper"]
+__all__ = ["Sandbox", "Wrapper"]
 
 Wrapper = Callable[[list[str]], list[str]]
 TMP_PREFIX = "codecoder-sandbox-tmp-"

@@ -103,7 +103,7 @@ class RunCommand(TypedTool[RunCommandArgs]):
         without the sandbox it expected."""
         if self.sandbox is None or not args.sandbox:
             return None
-        from codecoder.sandbox import NOTICE_STATUS, SandboxUnavailable
+        from codecoder.sandbox import SandboxUnavailable
 
         try:
             confinement = self.sandbox.confine(
@@ -113,7 +113,7 @@ class RunCommand(TypedTool[RunCommandArgs]):
             raise ToolFailure("crashed", f"the sandbox cannot run: {exc}") from exc
         notice = self.sandbox.take_notice()
         if notice is not None:
-            ctx.emit(StatusUpdate(NOTICE_STATUS, notice))
+            ctx.emit(StatusUpdate("running_tool", notice, notice="sandbox"))
         return confinement
 
 

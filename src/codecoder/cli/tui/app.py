@@ -35,9 +35,9 @@ from codecoder.cli.tui.questions import Question, what_it_approves
 from codecoder.cli.tui.status import Stats, footer, tokens
 from codecoder.cli.tui.text import MARK, cut, safe_line
 from codecoder.cli.tui.view import SPINNER, View
+from codecoder.daemon.remote_events import ModeChanged, RemoteEvent, RequestResolved
 from codecoder.exitcodes import EXIT_FAILED, EXIT_OK, EXIT_SIGHUP, EXIT_SIGTERM, EXIT_USAGE
 from codecoder.kernel.events import (
-    AgentEvent,
     AskUser,
     Compacted,
     ConfirmRequest,
@@ -67,7 +67,7 @@ class Incoming(msgspec.Struct, frozen=True):
     """An event from the pump, with what the pump thread worked out for it (a diff, the
     lines of a confirmation), since that reads files."""
 
-    event: AgentEvent | None
+    event: RemoteEvent | None
     diff: Diff | None = None
     approves: list[str] | None = None
 
@@ -281,7 +281,7 @@ class Client:
         Tokens already waiting behind one another go over as one (a fast stream would
         otherwise cost the loop a callback per token)."""
         snapshots = Snapshots(backend.workspace)
-        waiting: list[AgentEvent | None] = []
+        waiting: list[RemoteEvent | None] = []
         while True:
             try:
                 event = waiting.pop() if waiting else backend.handle.next_event()
@@ -328,6 +328,9 @@ class Client:
 
     def _on_event(self, backend: Backend, incoming: Incoming) -> None:
         event = incoming.event
+        if isinstance(event, ModeChanged | RequestResolved):
+            self._remote_status(backend, event)
+            return
         if self.plan is not None:
             self.plan.agent_event(event)
         if event is None:
@@ -341,8 +344,6 @@ class Client:
             self.view.show(event)
             self.asking.ask(inner, incoming.diff, incoming.approves)
             return
-        if isinstance(event, StatusUpdate) and event.status in ("mode", "request_resolved"):
-            self._remote_status(backend, event)
         self.view.show(event, incoming.diff)
         self.steering.observe(event, backend)
         if self.steering.goes_on(event):
@@ -351,22 +352,22 @@ class Client:
             self.busy == "compact"
             and (
                 isinstance(event, Compacted)
-                or (isinstance(event, StatusUpdate) and event.status == "compact")
+                or (isinstance(event, StatusUpdate) and event.notice == "compact")
             )
         ):
             self._turn_over()
 
-    def _remote_status(self, backend: Backend, event: StatusUpdate) -> None:
+    def _remote_status(self, backend: Backend, event: ModeChanged | RequestResolved) -> None:
         """A daemon session: another client switched the mode, or answered a question
         we were asked too (daemon/client.py)."""
         from codecoder.approval import MODES
 
-        if event.status == "mode":
+        if isinstance(event, ModeChanged):
             for mode in MODES:
-                if mode == event.detail:
+                if mode == event.mode:
                     backend.mode = mode
             return
-        self.asking.resolved(event.detail)
+        self.asking.resolved(event.tool_call_id)
 
     def _backend_ended(self, backend: Backend) -> None:
         if backend in self._closing:
@@ -754,7 +755,7 @@ JOINED_TOKENS = 8 * 1024
 """Characters of tokens joined into one event at most."""
 
 
-def _join_tokens(handle: Any, first: NewToken, waiting: list[AgentEvent | None]) -> NewToken:
+def _join_tokens(handle: Any, first: NewToken, waiting: list[RemoteEvent | None]) -> NewToken:
     """`first` and the tokens queued right behind it, as one; the first other event (or
     the end of the stream) is put in `waiting`."""
     parts = [first.text]
@@ -775,7 +776,7 @@ def _join_tokens(handle: Any, first: NewToken, waiting: list[AgentEvent | None])
     return first if len(parts) == 1 else NewToken("".join(parts))
 
 
-def _unwrap(event: AgentEvent | None) -> AgentEvent | None:
+def _unwrap(event: RemoteEvent | None) -> RemoteEvent | None:
     while isinstance(event, Subagent):
         event = event.event
     return event

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from codecoder.app.wiring import AgentSetup
     from codecoder.approval import ApprovalMode
     from codecoder.daemon.client import DaemonClient, RemoteAgent
-    from codecoder.kernel.events import AgentEvent, Usage
+    from codecoder.daemon.remote_events import RemoteEvent
+    from codecoder.kernel.events import Usage
     from codecoder.kernel.messages import Message
     from codecoder.permissions.chain import RulePolicy
 
@@ -42,7 +43,7 @@ class Handle(Protocol):
 
     def cancel(self) -> None: ...
 
-    def next_event(self, timeout: float | None = None) -> AgentEvent | None: ...
+    def next_event(self, timeout: float | None = None) -> RemoteEvent | None: ...
 
     def shutdown(self, timeout: float | None = 10.0) -> None: ...
 

@@ -44,8 +44,6 @@ KEPT_OUTPUT = 4 * 1024 * 1024
 """Characters of a command's output kept for Ctrl+O."""
 _MARKS = {"success": ("✓", "green"), "error": ("✗", "red"), "cancelled": ("⊘", "yellow")}
 _TODO = {"pending": "☐", "in_progress": "◐", "done": "☑"}
-_CLIENT_STATUSES = ("mode", "request_resolved")
-"""StatusUpdates a daemon session's client acts on (daemon/client.py), not shown."""
 _SILENT_TOOLS = ("todo_write",)
 """Tools whose result shows in its own way (the checklist): no line of their own."""
 
@@ -202,18 +200,18 @@ class View:
 
     def _on_StatusUpdate(self, event: StatusUpdate) -> None:
         status, detail = event.status, safe_line(event.detail)
-        if status == "thinking":
-            self.status = "Thinking"
-        elif status == "running_tool":
-            self.status = describe.doing(detail)
-        elif status in ("compact", "compacting"):
+        if event.notice == "compact":
             self.note(f"compaction: {detail}", "dim")
-        elif status in _CLIENT_STATUSES:
-            return  # the client's own business (app.py)
-        elif status in ("retrying", "max_tokens", "permissions", "sandbox", "hook"):
-            self.note(f"[{status}] {detail}", "yellow")
-        elif detail:
-            self.note(f"[{status}] {detail}", "dim")
+        elif event.notice is not None:
+            self.note(f"[{event.notice}] {detail}", "yellow")
+        elif status == "thinking":
+            self.status = "Thinking"
+        elif status == "running_tool" and detail:
+            self.status = describe.doing(detail)
+        elif status == "compacting":
+            self.note(f"compaction: {detail}", "dim")
+        elif status == "retrying":
+            self.note(f"[retrying] {detail}", "yellow")
 
     def _on_Compacted(self, event: Compacted) -> None:
         self.note(
