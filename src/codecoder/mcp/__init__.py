@@ -18,4 +18,3 @@ tools as `kernel.ports.Tool`s. Who imports what:
 
 Nothing here is imported by a session that has no server configured.
 """
-

@@ -454,9 +454,7 @@ class McpManager:
                 now = time.monotonic()
                 if deadline is None:
                     deadline = now + spec.startup_timeout
-                    ctx.emit(
-                        StatusUpdate("running_tool", f"waiting for MCP server {name}", "mcp")
-                    )
+                    ctx.emit(StatusUpdate("running_tool", f"waiting for MCP server {name}", "mcp"))
                 if now >= deadline:
                     return f"MCP server {name} did not start within {spec.startup_timeout:g} s"
                 _wait_cancellable(slot.cond, deadline - now, ctx.cancel)
