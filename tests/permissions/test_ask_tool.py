@@ -30,10 +30,16 @@ def test_the_answer_becomes_the_result(tmp_path: Path) -> None:
     )
     assert result.text == "blue"
     assert result.status == "success"
-    (asked,) = events
+    (asked,) = [e for e in events if isinstance(e, AskUser)]
     assert isinstance(asked, AskUser)
     assert asked.question == "Which colour?"
     assert asked.options == ("red", "blue")
+    states = [(type(e).__name__, getattr(e, "status", "")) for e in events]
+    assert states == [
+        ("StatusUpdate", "waiting_for_user"),
+        ("AskUser", ""),
+        ("StatusUpdate", "running_tool"),
+    ]
 
 
 def test_an_empty_answer_is_said_so(tmp_path: Path) -> None:
@@ -59,7 +65,7 @@ def test_cancel_while_waiting_ends_the_wait_and_a_late_answer_is_refused(tmp_pat
             AskUserTool().run({"question": "Still there?"}, ctx)
     finally:
         canceller.join()
-    (asked,) = events
+    (asked,) = [e for e in events if isinstance(e, AskUser)]
     assert isinstance(asked, AskUser)
     assert asked.reply.send("too late") is False
 

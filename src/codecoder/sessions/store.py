@@ -21,6 +21,7 @@ How it uses SQLite, and why:
 from __future__ import annotations
 
 import contextlib
+import errno
 import itertools
 import os
 import sqlite3
@@ -552,6 +553,8 @@ class SessionStore:
         # others committed (seen: a session made on one thread gone from the next).
         with contextlib.suppress(FileExistsError):
             os.close(os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600))
+        if self.path.is_dir():  # SQLite would only say "unable to open database file"
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(self.path))
         conn = sqlite3.connect(
             self.path,
             timeout=BUSY_TIMEOUT,
