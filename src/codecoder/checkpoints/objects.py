@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import stat
 import subprocess
 import zlib
@@ -39,6 +40,7 @@ from pathlib import Path
 import msgspec
 
 from codecoder import paths
+from codecoder.kernel.cancel import Cancelled, CancelToken
 from codecoder.tools.environment import add_git_safety, git_ceiling, repository_top
 
 MODES = ("100644", "100755", "120000")
@@ -47,6 +49,8 @@ ATTRIBUTES = "* -text -eol -crlf -filter -ident -working-tree-encoding -diff -me
 EXCLUDES = ".codecoder/config.local.toml\n"
 """Never snapshotted: CodeCoder's own answers, written while a turn asks."""
 GIT_TIMEOUT = 120.0
+LOCK_POLL = 0.02
+"""Seconds between looks at the cancel while another session holds the store's lock."""
 
 
 class StoreError(Exception):
@@ -75,6 +79,7 @@ class ObjectStore:
         self.workspace = Path(os.path.realpath(workspace))
         self._dir = directory
         self._env: dict[str, str] | None = None
+        self._ready = False
 
     @property
     def dir(self) -> Path:
@@ -153,10 +158,11 @@ class ObjectStore:
 
     # --- snapshots, with git ---------------------------------------------------------------
 
-    def snapshot(self) -> str:
-        """The work tree as a tree object (untracked files in, ignored ones out)."""
-        self.git("add", "--all", "--", ".")
-        return self.git("write-tree").stdout.decode().strip()
+    def snapshot(self, cancel: CancelToken | None = None) -> str:
+        """The work tree as a tree object (untracked files in, ignored ones out). A
+        cancel kills git at once (a large tree takes seconds): raises Cancelled."""
+        self.git("add", "--all", "--", ".", cancel=cancel)
+        return self.git("write-tree", cancel=cancel).stdout.decode().strip()
 
     def changes_since(self, before: str) -> list[tuple[str, FileState | None, FileState | None]]:
         """Snapshot the work tree again and say which files differ from the snapshot
@@ -173,34 +179,58 @@ class ObjectStore:
         return found
 
     @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
-        """Only one process at a time uses the index (sessions of one workspace share it)."""
+    def locked(self, cancel: CancelToken | None = None) -> Iterator[None]:
+        """Only one process at a time uses the index (sessions of one workspace share it).
+        Waiting for another session's snapshot ends with a cancel (raises Cancelled)."""
         import fcntl
 
         self.ensure()
         fd = os.open(self.dir / "lock", os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | (fcntl.LOCK_NB if cancel else 0))
+                    break
+                except BlockingIOError:
+                    assert cancel is not None
+                    if cancel.wait(LOCK_POLL):
+                        raise Cancelled(cancel.reason) from None
             yield
         finally:
             os.close(fd)
 
-    def git(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[bytes]:
+    def git(
+        self, *args: str, check: bool = True, cancel: CancelToken | None = None
+    ) -> subprocess.CompletedProcess[bytes]:
+        """Run git on our store; `cancel` kills it (then Cancelled is raised, and the
+        index lock a killed `git add` leaves is removed: the caller holds `locked`)."""
         self.ensure()
         try:
-            result = subprocess.run(
+            proc = subprocess.Popen(
                 ["git", *args],
                 cwd=self.workspace,
                 env=self.environment(),
                 stdin=subprocess.DEVNULL,
-                capture_output=True,
-                timeout=GIT_TIMEOUT,
-                check=False,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=cancel is not None,  # what it starts dies with it
             )
         except FileNotFoundError as exc:
             raise StoreError("git is not installed: commands' changes cannot be kept") from exc
+        forget = cancel.on_cancel(lambda: _kill_group(proc)) if cancel is not None else None
+        try:
+            stdout, stderr = proc.communicate(timeout=GIT_TIMEOUT)
         except subprocess.TimeoutExpired as exc:
+            proc.kill()
+            proc.communicate()
             raise StoreError(f"git {args[0]} took over {GIT_TIMEOUT:g} s") from exc
+        finally:
+            if forget is not None:
+                forget()
+        if cancel is not None and cancel.is_cancelled():
+            (self.dir / "index.lock").unlink(missing_ok=True)
+            raise Cancelled(cancel.reason)
+        result = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
         if check and result.returncode != 0:
             why = result.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["?"]
             raise StoreError(f"git {args[0]} failed: {why[0]}")
@@ -260,16 +290,47 @@ class ObjectStore:
 
     def ensure(self) -> None:
         """Create the git directory (by hand: no `git init`, so no templates or hooks)."""
+        if self._ready:
+            return
         if (self.dir / "HEAD").exists():
+            exclude = self.dir / "info" / "exclude"
+            if exclude.read_text() != self._exclude_text():  # made by an older CodeCoder
+                exclude.write_text(self._exclude_text())
+            self._ready = True
             return
         self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         for sub in ("objects", "refs/heads", "refs/tags", "info"):
             (self.dir / sub).mkdir(mode=0o700, parents=True, exist_ok=True)
         (self.dir / "info" / "attributes").write_text(ATTRIBUTES)
-        (self.dir / "info" / "exclude").write_text(EXCLUDES)
+        (self.dir / "info" / "exclude").write_text(self._exclude_text())
         (self.dir / "config").write_text("[core]\n\trepositoryformatversion = 0\n\tbare = false\n")
         (self.dir / "workspace").write_text(str(self.workspace) + "\n")
         (self.dir / "HEAD").write_text("ref: refs/heads/checkpoints\n")
+        self._ready = True
+
+    def _exclude_text(self) -> str:
+        """EXCLUDES, and our own folders where the workspace holds them (a session in the
+        home folder): the session store and this object store would otherwise be
+        snapshotted, each snapshot adding to what the next one reads."""
+        lines = [EXCLUDES]
+        for folder in (paths.data_dir(), self.dir):
+            try:
+                rel = Path(os.path.realpath(folder)).relative_to(os.path.realpath(self.workspace))
+            except ValueError:
+                continue
+            if rel.parts:
+                lines.append("/" + _glob_escape(rel.as_posix()) + "/\n")
+        return "".join(lines)
+
+
+def _glob_escape(path: str) -> str:
+    """A path as a gitignore pattern that matches only itself (after a leading /)."""
+    return "".join("\\" + c if c in "*?[]\\" else c for c in path)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
 
 
 def _blob_id(data: bytes) -> str:

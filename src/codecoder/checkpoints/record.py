@@ -29,7 +29,8 @@ from typing import Any
 
 import msgspec
 
-from codecoder.checkpoints.objects import FileState, ObjectStore, StoreError
+from codecoder.checkpoints.objects import LOCK_POLL, FileState, ObjectStore, StoreError
+from codecoder.kernel.cancel import Cancelled
 from codecoder.kernel.events import StatusUpdate
 from codecoder.kernel.messages import ToolResult
 from codecoder.kernel.ports import Risk, Tool, ToolContext
@@ -124,8 +125,8 @@ class Checkpoints:
         a file, an undo and the session's end wait for it instead."""
         self.settle(ctx)
         try:
-            with self.objects.locked():
-                before = self.objects.snapshot()
+            with self.objects.locked(ctx.cancel):
+                before = self.objects.snapshot(ctx.cancel)
         except (OSError, StoreError) as exc:
             self._warn(ctx, exc)
             return run()
@@ -151,10 +152,17 @@ class Checkpoints:
 
     def settle(self, ctx: ToolContext | None = None) -> None:
         """Wait for the snapshots after commands still being taken; a failure among them
-        is said on `ctx`."""
+        is said on `ctx`. A cancel of `ctx`'s turn ends the wait (raises Cancelled); the
+        snapshots go on, and the next settle (the session's end) waits for them."""
         with self._lock:
             pending, self._after = self._after, []
-        for thread in pending:
+        for index, thread in enumerate(pending):
+            while ctx is not None and thread.is_alive():
+                thread.join(LOCK_POLL)
+                if ctx.cancel.is_cancelled():
+                    with self._lock:
+                        self._after[:0] = pending[index:]
+                    raise Cancelled(ctx.cancel.reason)
             thread.join()
         with self._lock:
             failed, self._failed = self._failed, []
