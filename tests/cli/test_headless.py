@@ -337,6 +337,23 @@ def test_version_is_fast_to_print() -> None:
     assert out.stdout.strip().endswith("[]")
 
 
+def test_msgspec_loads_without_typing_extensions_which_the_others_still_get() -> None:
+    """The mcp SDK's dependencies install typing_extensions; msgspec imported it whenever
+    it was there (13 ms of exec's start-up). codecoder/__init__.py keeps it from msgspec
+    only."""
+    code = (
+        "import sys, codecoder, msgspec\n"
+        "print('typing_extensions' in sys.modules)\n"
+        "from typing import NotRequired, TypedDict\n"
+        "class T(TypedDict):\n    a: int\n    b: NotRequired[str]\n"
+        "print(msgspec.json.decode(b'{\"a\": 1}', type=T))\n"
+        "import typing_extensions\n"
+        "print(typing_extensions.Required is not None)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[:3] == ["False", "{'a': 1}", "True"]
+
+
 def test_a_sub_agents_question_is_answered_too(tmp_path: Path) -> None:
     path = tmp_path / "sub.json"
     path.write_text(
