@@ -7,6 +7,9 @@ Runs the installed console script (`.venv/bin/codecoder`) with bytecode caching 
 source), after warm-up runs that write the caches. Reports median and p90 of:
 - `codecoder --version`
 - `codecoder exec --script ONE_REPLY "task"` (start to exit)
+- the same with typing_extensions hidden from the whole process (a sitecustomize.py that
+  sets it to None in sys.modules), as if the `mcp` SDK's dependencies were not installed:
+  issue 17's "start-up unchanged (±5 ms)" is the difference of the two exec lines
 """
 
 from __future__ import annotations
@@ -54,6 +57,13 @@ def main() -> None:
         report("codecoder --version", timed([str(exe), "--version"], env, options.runs))
         one = [str(exe), "exec", "--script", str(script), "-C", tmp, "what is the answer?"]
         report("codecoder exec --script (one reply)", timed(one, env, options.runs))
+        hidden = Path(tmp) / "hidden"
+        hidden.mkdir()
+        (hidden / "sitecustomize.py").write_text(
+            "import sys\nsys.modules['typing_extensions'] = None\n"
+        )
+        without = {**env, "PYTHONPATH": str(hidden)}
+        report("  … without typing_extensions installed", timed(one, without, options.runs))
         report("python -c pass (floor)", timed([sys.executable, "-c", "pass"], env, options.runs))
 
 
