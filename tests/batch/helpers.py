@@ -76,6 +76,16 @@ def run_batch(
     )
 
 
+def alive(pid: int) -> bool:
+    """Running or stopped: not gone, and not a zombie (a killed task's command can wait a
+    moment for init to reap it)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    return not stat[stat.rindex(b")") + 2 :].startswith(b"Z")
+
+
 def task_processes() -> set[int]:
     """Processes that carry any batch task's marker (the tasks' commands and their trees)."""
     needle = f"{MARKER_VAR}=".encode()

@@ -19,6 +19,7 @@ from codecoder.batch.runner import TaskControl, TaskOutcome, run_task
 from codecoder.batch.tasks import TaskSpec, load_tasks
 from codecoder.batch.zygote import PRELOAD
 from tests.batch.helpers import (
+    alive,
     call,
     make_repo,
     task_processes,
@@ -125,7 +126,7 @@ def test_the_end_of_the_zygote_ends_its_tasks(tmp_path: Path, how: str) -> None:
     while task_processes() and time.monotonic() < deadline:
         time.sleep(0.05)  # exec's watchdog, for the SIGKILLed zygote's orphans
     assert not task_processes()
-    assert not any(Path(f"/proc/{pid}").exists() for pid in commands)
+    assert not any(alive(pid) for pid in commands)
 
 
 def test_every_module_the_zygote_preloads_exists() -> None:

@@ -19,6 +19,7 @@ ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'code
 
 from tests.batch.helpers import (  # noqa: E402
     CLI,
+    alive,
     check_ten,
     make_repo,
     read_results,
@@ -131,7 +132,7 @@ def test_ctrl_c_cancels_the_tasks_running_in_ray_workers(tmp_path: Path, cluster
     while task_processes() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not task_processes()
-    assert not any(Path(f"/proc/{pid}").exists() for pid in running)
+    assert not any(alive(pid) for pid in running)
 
 
 def test_ray_local_starts_a_ray_for_the_run_and_stops_it(tmp_path: Path) -> None:
