@@ -175,6 +175,8 @@ def _list(lines: list[str]) -> list[Token] | None:
                 return None  # another list begins: left to markdown-it
             current.offset = offset
         elif stack and indent >= stack[-1].offset:
+            if marker[0].isdigit() and int(marker[:-1]) != 1:
+                return None  # it cannot interrupt the item's text: a lazy line, markdown-it's
             current = _List(indent, offset, marker)
             stack[-1].items[-1][1].append(current)
             stack.append(current)
