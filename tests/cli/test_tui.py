@@ -515,7 +515,9 @@ def test_new_and_resume_switch_sessions_and_resume_shows_the_conversation(
     term.line(f"/resume {first.id[:8]}")
     term.wait_for("earlier in this session")
     term.wait_idle()
-    assert term.text().count("in the first session") >= 2  # typed, then in the transcript
+    term.wait(  # typed, then in the transcript, which may still be drawing below its header
+        lambda: term.text().count("in the first session") >= 2, what="the earlier transcript"
+    )
 
 
 def test_a_busy_turn_shows_reasoning_folded_the_checklist_output_tails_and_sub_agents(
