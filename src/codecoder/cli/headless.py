@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from queue import SimpleQueue
 from types import FrameType
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from codecoder.cli import jsonl
 from codecoder.exitcodes import (
@@ -162,7 +162,7 @@ class _Runner:
                 event = handle.next_event(timeout=0)
             except TimeoutError:
                 self._flush()  # nothing waiting: the consumer sees the stream live
-                event = handle.next_event()
+                event = wait_event(handle.next_event)
             if event is None:
                 raise RuntimeError("the agent stopped before the turn ended")
             self._show(event)
@@ -283,6 +283,25 @@ class _Runner:
         if self.handle is not None:
             with contextlib.suppress(AgentClosed):  # the run has just ended
                 self.handle.cancel()
+
+
+T = TypeVar("T")
+
+SIGNAL_POLL = 0.05
+"""Seconds the main thread waits for an event at a time. A signal the kernel hands to
+another of our threads only flags the main thread, which runs the Python handler when it
+next runs bytecode; blocked in a queue's get, it never did, and a SIGINT during a long
+hook or command was lost (one exec in six, tests/hooks/test_hooks.py's cancel test)."""
+
+
+def wait_event(next_event: Callable[[float], T]) -> T:
+    """`next_event(timeout)` until it gives something, waking the main thread for its
+    signal handlers meanwhile."""
+    while True:
+        try:
+            return next_event(SIGNAL_POLL)
+        except TimeoutError:
+            continue
 
 
 _SIGNAL_EXITS: dict[int, int] = {

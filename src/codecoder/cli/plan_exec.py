@@ -23,6 +23,7 @@ from codecoder.cli.headless import (
     _Runner,
     _SignalWatcher,
     _workspace,
+    wait_event,
 )
 from codecoder.exitcodes import EXIT_FAILED, EXIT_OK, EXIT_SIGINT, EXIT_USAGE
 from codecoder.kernel.events import AgentEvent, Done, Error
@@ -173,7 +174,7 @@ class _PlanFace(_Runner):
                 event = runner.next_event(timeout=0)
             except TimeoutError:
                 self._flush()  # nothing waiting: the consumer sees the stream live
-                event = runner.next_event()
+                event = wait_event(runner.next_event)
             if event is None:
                 return
             if isinstance(event, _PLAN_EVENTS):
