@@ -33,7 +33,8 @@ from codecoder.checkpoints.objects import LOCK_POLL, FileState, ObjectStore, Sto
 from codecoder.kernel.cancel import Cancelled
 from codecoder.kernel.events import StatusUpdate
 from codecoder.kernel.messages import ToolResult
-from codecoder.kernel.ports import Risk, Tool, ToolContext
+from codecoder.kernel.ports import Tool, ToolContext
+from codecoder.tools.base import ToolWrapper
 
 FILE_TOOLS = frozenset({"write_file", "edit_file"})
 COMMAND_TOOLS = frozenset({"run_command"})
@@ -224,30 +225,14 @@ def _restorable(state: FileState | None) -> bool:
     return state is None or state.mode in ("100644", "100755", "120000")
 
 
-class CheckpointedTool:
+class CheckpointedTool(ToolWrapper):
     """`tool` with the session's checkpoints taken around each call that may change
     files (write_file, edit_file, run_command); other tools are returned unwrapped by
     `checkpointed`."""
 
     def __init__(self, tool: Tool, checkpoints: Checkpoints) -> None:
-        self.tool = tool
+        super().__init__(tool)
         self.checkpoints = checkpoints
-
-    @property
-    def name(self) -> str:
-        return self.tool.name
-
-    @property
-    def description(self) -> str:
-        return self.tool.description
-
-    @property
-    def risk(self) -> Risk:
-        return self.tool.risk
-
-    @property
-    def parameters(self) -> dict[str, Any]:
-        return self.tool.parameters
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         def call() -> ToolResult:

@@ -30,38 +30,22 @@ from codecoder.kernel.events import StatusUpdate
 from codecoder.kernel.messages import Message, Text, ToolResult
 from codecoder.kernel.ports import (
     PromptVerdict,
-    Risk,
     Tool,
     ToolContext,
     ToolFailure,
     ToolSource,
 )
+from codecoder.tools.base import ToolWrapper
 
 NO_TOOLS: tuple[Tool, ...] = ()
 
 
-class HookedTool:
+class HookedTool(ToolWrapper):
     """`tool` with the session's pre_tool and post_tool hooks around each call."""
 
     def __init__(self, tool: Tool, runner: HookRunner) -> None:
-        self.tool = tool
+        super().__init__(tool)
         self.runner = runner
-
-    @property
-    def name(self) -> str:
-        return self.tool.name
-
-    @property
-    def description(self) -> str:
-        return self.tool.description
-
-    @property
-    def risk(self) -> Risk:
-        return self.tool.risk
-
-    @property
-    def parameters(self) -> dict[str, Any]:
-        return self.tool.parameters
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         call = {"id": ctx.call_id, "name": self.name, "args": args}

@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 import msgspec
 
 from codecoder.kernel.messages import ToolResult
-from codecoder.kernel.ports import Risk, ToolContext, ToolFailure
+from codecoder.kernel.ports import Risk, Tool, ToolContext, ToolFailure
 
 A = TypeVar("A", bound=msgspec.Struct)
 
@@ -68,3 +68,28 @@ class TypedTool(ABC, Generic[A]):
     @abstractmethod
     def call(self, args: A, ctx: ToolContext) -> ToolResult:
         """Run with validated arguments; raise ToolFailure when the tool cannot run."""
+
+
+class ToolWrapper:
+    """A tool that runs `tool` with something around it (checkpoints, hooks): it is the
+    tool to the model and the policy (name, description, risk, parameters); subclasses
+    give `run`."""
+
+    def __init__(self, tool: Tool) -> None:
+        self.tool = tool
+
+    @property
+    def name(self) -> str:
+        return self.tool.name
+
+    @property
+    def description(self) -> str:
+        return self.tool.description
+
+    @property
+    def risk(self) -> Risk:
+        return self.tool.risk
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        return self.tool.parameters
