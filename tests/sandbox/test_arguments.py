@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from codecoder.sandbox import wrap_argv
-from codecoder.sandbox.bwrap import Confinement, Layout, build_argv
+from codecoder.sandbox.bwrap import Confinement, Layout, build_argv, runtime_under_tmp
 from codecoder.sandbox.layout import FRESH_NS, FolderScan, Mask, masks
 
 
@@ -55,6 +55,28 @@ def test_a_workspace_under_tmp_is_bound_after_the_private_tmp() -> None:
     confinement = Confinement("workspace-write", Path("/tmp/p/w"))
     found = mounts(build_argv(confinement, Layout(("/tmp/p/w",)), ["true"], "/tmp/p/w"))
     assert found.index(("--bind", "/tmp/p/w", "/tmp/p/w")) > found.index(("--tmpfs", "/tmp"))
+
+
+def test_our_runtime_under_tmp_is_bound_back_read_only_before_the_workspace() -> None:
+    confinement = Confinement("workspace-write", Path("/tmp/p/w"))
+    layout = Layout(("/tmp/p/w",), runtime=("/tmp/venv",))
+    found = mounts(build_argv(confinement, layout, ["true"], "/tmp/p/w"))
+    tmp = found.index(("--tmpfs", "/tmp"))
+    assert found[tmp + 1] == ("--ro-bind", "/tmp/venv", "/tmp/venv")
+    assert found.index(("--bind", "/tmp/p/w", "/tmp/p/w")) > tmp + 1
+
+
+def test_runtime_under_tmp_names_the_outermost_existing_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    inner = tmp_path / "venv" / "lib"
+    inner.mkdir(parents=True)
+    for prefix in ("prefix", "exec_prefix"):
+        monkeypatch.setattr(f"sys.{prefix}", str(tmp_path / "venv"))
+    monkeypatch.setattr("sys.base_prefix", "/usr")
+    monkeypatch.setattr("sys.path", [str(inner), "/usr/lib/python3", str(tmp_path / "gone"), ""])
+    assert str(tmp_path).startswith("/tmp/")
+    assert runtime_under_tmp() == (str(tmp_path / "venv"),)
 
 
 def test_read_only_mode_binds_the_workspace_read_only_and_nothing_writable() -> None:

@@ -207,6 +207,27 @@ def test_grep_runs_its_children_in_the_sandbox(workspace: Path, tmp_path: Path) 
     sandbox.close()
 
 
+@needs_bwrap
+def test_our_own_modules_under_tmp_stay_visible_read_only(
+    workspace: Path, tmp_path: Path, manager: ProcessManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checkout or venv under /tmp: the private /tmp would hide the modules grep's Python
+    engine imports. Folders of the import path are bound back, read-only; a sibling that is
+    not on it stays hidden."""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "mod.py").write_text("LIB-CONTENT\n")
+    (tmp_path / "secret").write_text("HOST-CONTENT\n")
+    monkeypatch.syspath_prepend(str(lib))
+    sandbox = Sandbox("workspace-write")
+    command = f"cat {lib}/mod.py; cat {tmp_path}/secret; touch {lib}/new || echo refused"
+    result = RunCommand(manager, sandbox).run({"command": command}, context(workspace, []))
+    assert "LIB-CONTENT" in result.text and "refused" in result.text, result.text
+    assert "HOST-CONTENT" not in result.text
+    assert not (lib / "new").exists()
+    sandbox.close()
+
+
 def test_sandbox_is_thread_safe_for_the_notice() -> None:
     _, answer = prober(BROKEN)
     sandbox = Sandbox(approval=lambda: "full-auto", prober=answer)

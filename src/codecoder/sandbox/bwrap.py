@@ -9,6 +9,9 @@ Order matters: bwrap applies its mounts one after another, later over earlier.
                                   host's /proc would show the agent's environment)
     --tmpfs /tmp                  a private /tmp (or --bind SESSION_TMP /tmp: one that
                                   lasts from one command of a session to the next)
+    --ro-bind R R                 our own interpreter and modules where they live under
+                                  /tmp (a venv or checkout there), which the private
+                                  /tmp would hide from grep's Python engine
     masks around a writable root  (a workspace inside a masked folder shows through)
     --bind W W                    each writable root (read-only mode: --ro-bind, so that
                                   a workspace under /tmp is there at all)
@@ -38,6 +41,7 @@ class Layout(msgspec.Struct, frozen=True):
     writable: tuple[str, ...]
     protected: tuple[str, ...] = ()
     masks: tuple[Mask, ...] = ()
+    runtime: tuple[str, ...] = ()
 
 
 class Confinement(msgspec.Struct, frozen=True):
@@ -68,7 +72,7 @@ class Confinement(msgspec.Struct, frozen=True):
             scan = scan or FolderScan()
             for root in roots:
                 protected += scan.protected(Path(root), hooks_folders(Path(root)))
-        return Layout(roots, tuple(protected), tuple(hidden_places()))
+        return Layout(roots, tuple(protected), tuple(hidden_places()), runtime_under_tmp())
 
     def wrap(
         self, argv: Sequence[str], *, cwd: Path | None = None, scan: FolderScan | None = None
@@ -90,6 +94,8 @@ def build_argv(
     """The whole bwrap command line (the module docstring gives the order and why)."""
     args = [confinement.bwrap, *_BASE]
     args += ["--bind", confinement.tmp, "/tmp"] if confinement.tmp else ["--tmpfs", "/tmp"]
+    for path in layout.runtime:
+        args += ["--ro-bind", path, path]
     around = [m for m in layout.masks if any(_at_or_below(r, m.path) for r in layout.writable)]
     for mask in around:
         args += _mask_args(mask)
@@ -109,6 +115,21 @@ def build_argv(
         args.append("--unshare-net")
     args += ["--chdir", cwd, "--", *argv]
     return args
+
+
+def runtime_under_tmp() -> tuple[str, ...]:
+    """The folders of this interpreter and of its import path that lie under /tmp, outermost
+    only. The children we run confined (grep's Python engine) are this interpreter with
+    this import path; a private /tmp over them fails every such child."""
+    import sys
+
+    candidates = [sys.prefix, sys.exec_prefix, sys.base_prefix, *sys.path]
+    under = sorted({os.path.abspath(p) for p in candidates if p.startswith("/tmp/")}, key=len)
+    found: list[str] = []
+    for path in under:
+        if not any(_at_or_below(path, outer) for outer in found) and os.path.isdir(path):
+            found.append(path)
+    return tuple(found)
 
 
 def probe_argv(bwrap: str) -> list[str]:
