@@ -17,7 +17,6 @@ for `mcp__NAME__*` were written for the user's server.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 from collections.abc import Mapping
@@ -98,7 +97,7 @@ class ServerSpec(msgspec.Struct, frozen=True):
             "url": self.url,
             "headers": self.headers,
         }
-        return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
+        return hashlib.sha256(msgspec.json.encode(what, order="sorted")).hexdigest()
 
     def cache_key(self) -> str:
         """The key of this definition's tool list in the cache (cache.py)."""

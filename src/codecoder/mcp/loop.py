@@ -9,13 +9,13 @@ closes async generators and the loop, and the thread ends; `join` waits for that
 
 from __future__ import annotations
 
-import concurrent.futures
 import threading
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     import asyncio
+    import concurrent.futures
 
 T = TypeVar("T")
 

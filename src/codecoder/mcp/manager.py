@@ -24,7 +24,6 @@ says, and joins the loop thread.
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import os
 import signal
@@ -53,6 +52,7 @@ from codecoder.mcp.tools import McpTool, exposed_names
 
 if TYPE_CHECKING:
     import asyncio
+    import concurrent.futures
 
     from codecoder.mcp.process import ChildProcess
     from codecoder.mcp.session import CallResult, Connection
@@ -475,6 +475,8 @@ class McpManager:
         if not future.done():  # cancelled: the server is told, we do not wait for it
             self.loop.call(handle.cancel)
             raise Cancelled(cancel.reason)
+        import concurrent.futures  # loaded with asyncio by now; not on the start-up path
+
         try:
             return future.result()
         except concurrent.futures.CancelledError as exc:  # the loop shut down under it

@@ -10,10 +10,11 @@ characters replaced, and opened with a line saying whose words they are.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from codecoder.kernel.messages import ToolResult
 from codecoder.kernel.ports import Risk, ToolContext
@@ -94,8 +95,8 @@ def schema(raw: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(raw, dict) or raw.get("type", "object") != "object":
         return {"type": "object"}
     try:
-        size = len(json.dumps(raw))
-    except (TypeError, ValueError):
+        size = len(msgspec.json.encode(raw))
+    except (TypeError, ValueError, msgspec.EncodeError):
         return {"type": "object"}
     if size > MAX_SCHEMA:
         return {"type": "object", "additionalProperties": True}
