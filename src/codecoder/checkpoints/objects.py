@@ -22,13 +22,15 @@ A repository is untrusted input, so git runs here as it runs nowhere else:
 
 Blobs of single files are written and read here in Python (git's loose object format), so
 a file tool's checkpoint costs no git process at all; `snapshot` runs `git add -A` and
-`git write-tree` (the index's stat cache makes an unchanged tree cost a walk, not a read
-of every file), and `changes_since` `git add -A` again and one `git diff-index`.
+keeps a copy of the index (`index_now`: the index's stat cache makes an unchanged tree
+cost a walk, not a read of every file), `git write-tree` of the copy when convenient
+(`tree_of`), and `changes_since` `git add -A` again and one `git diff-index`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import signal
 import stat
@@ -51,6 +53,10 @@ EXCLUDES = ".codecoder/config.local.toml\n"
 GIT_TIMEOUT = 120.0
 LOCK_POLL = 0.02
 """Seconds between looks at the cancel while another session holds the store's lock."""
+
+
+_copies = itertools.count()
+"""Numbers the index copies of this process (`index_now`)."""
 
 
 class StoreError(Exception):
@@ -161,8 +167,26 @@ class ObjectStore:
     def snapshot(self, cancel: CancelToken | None = None) -> str:
         """The work tree as a tree object (untracked files in, ignored ones out). A
         cancel kills git at once (a large tree takes seconds): raises Cancelled."""
+        return self.tree_of(self.index_now(cancel))
+
+    def index_now(self, cancel: CancelToken | None = None) -> Path:
+        """The work tree now, as a copy of our index whose tree `tree_of` writes later:
+        one git process on the caller's path instead of two (`run_command`'s snapshot
+        before it is on the turn's path; the tree is written after the command, off it).
+        The caller holds `locked`. A cancel kills git (raises Cancelled)."""
+        import shutil
+
         self.git("add", "--all", "--", ".", cancel=cancel)
-        return self.git("write-tree", cancel=cancel).stdout.decode().strip()
+        copy = self.dir / f"index.before-{os.getpid()}-{next(_copies)}"
+        shutil.copyfile(self.dir / "index", copy)
+        return copy
+
+    def tree_of(self, index: Path) -> str:
+        """The tree of an index `index_now` kept (removed here, whatever happens)."""
+        try:
+            return self.git("write-tree", index=index).stdout.decode().strip()
+        finally:
+            index.unlink(missing_ok=True)
 
     def changes_since(self, before: str) -> list[tuple[str, FileState | None, FileState | None]]:
         """Snapshot the work tree again and say which files differ from the snapshot
@@ -200,16 +224,24 @@ class ObjectStore:
             os.close(fd)
 
     def git(
-        self, *args: str, check: bool = True, cancel: CancelToken | None = None
+        self,
+        *args: str,
+        check: bool = True,
+        cancel: CancelToken | None = None,
+        index: Path | None = None,
     ) -> subprocess.CompletedProcess[bytes]:
-        """Run git on our store; `cancel` kills it (then Cancelled is raised, and the
-        index lock a killed `git add` leaves is removed: the caller holds `locked`)."""
+        """Run git on our store (on `index` instead of our index); `cancel` kills it (then
+        Cancelled is raised, and the index lock a killed `git add` leaves is removed: the
+        caller holds `locked`)."""
         self.ensure()
+        env = self.environment()
+        if index is not None:
+            env = {**env, "GIT_INDEX_FILE": str(index)}
         try:
             proc = subprocess.Popen(
                 ["git", *args],
                 cwd=self.workspace,
-                env=self.environment(),
+                env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -296,6 +328,7 @@ class ObjectStore:
             exclude = self.dir / "info" / "exclude"
             if exclude.read_text() != self._exclude_text():  # made by an older CodeCoder
                 exclude.write_text(self._exclude_text())
+            self._forget_copies_of_dead_sessions()
             self._ready = True
             return
         self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -307,6 +340,13 @@ class ObjectStore:
         (self.dir / "workspace").write_text(str(self.workspace) + "\n")
         (self.dir / "HEAD").write_text("ref: refs/heads/checkpoints\n")
         self._ready = True
+
+    def _forget_copies_of_dead_sessions(self) -> None:
+        """Index copies (`index_now`) a killed session left: its process is gone."""
+        for copy in self.dir.glob("index.before-*"):
+            pid = copy.name.split("-")[1]
+            if pid.isdigit() and not _alive(int(pid)):
+                copy.unlink(missing_ok=True)
 
     def _exclude_text(self) -> str:
         """EXCLUDES, and our own folders where the workspace holds them (a session in the
@@ -326,6 +366,16 @@ class ObjectStore:
 def _glob_escape(path: str) -> str:
     """A path as a gitignore pattern that matches only itself (after a leading /)."""
     return "".join("\\" + c if c in "*?[]\\" else c for c in path)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

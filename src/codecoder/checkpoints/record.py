@@ -7,10 +7,11 @@ that change files:
 - `write_file`, `edit_file`: the file is read before the call and after it; if it
   changed, both contents are kept as blobs (no git process).
 - `run_command`: the work tree is snapshotted before the command (`git add -A` into our
-  own index, `write-tree`) and after it (`git add -A`, `diff-index` against the first),
-  and what differs is kept. The snapshot after is taken on a thread of its own while the
-  turn goes on (the model reads the result meanwhile); the next call that may change a
-  file waits for it. Only the snapshots hold the object store's lock: commands run in
+  own index, and a copy of it) and after it (`write-tree` of the copy, `git add -A`,
+  `diff-index` against that tree), and what differs is kept. Only the first git process
+  is on the turn's path; the rest is done on a thread of its own while the turn goes on
+  (the model reads the result meanwhile), and the next call that may change a file waits
+  for it. Only the snapshots hold the object store's lock: commands run in
   parallel (sub-agents) and each records what changed between its two snapshots; a path
   already in the turn's checkpoint keeps its first "before".
 
@@ -127,7 +128,7 @@ class Checkpoints:
         self.settle(ctx)
         try:
             with self.objects.locked(ctx.cancel):
-                before = self.objects.snapshot(ctx.cancel)
+                before = self.objects.index_now(ctx.cancel)
         except (OSError, StoreError) as exc:
             self._warn(ctx, exc)
             return run()
@@ -142,10 +143,10 @@ class Checkpoints:
                 self._after.append(after)
             after.start()
 
-    def _take_after(self, before: str, turn: int) -> None:
+    def _take_after(self, before: Path, turn: int) -> None:
         try:
             with self.objects.locked():
-                changed = self.objects.changes_since(before)
+                changed = self.objects.changes_since(self.objects.tree_of(before))
             self._note(changed, turn)
         except (OSError, StoreError) as exc:
             with self._lock:

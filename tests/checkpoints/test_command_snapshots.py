@@ -1,0 +1,137 @@
+"""The snapshots around a command: only one git process is on the turn's path before the
+command (the index is copied, its tree written after the command, off the path), the
+"before" is the work tree as it was before the command even so, and no copy of the index
+outlives its use or a killed session."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from codecoder.checkpoints.objects import ObjectStore, _blob_id
+from codecoder.checkpoints.record import Checkpoints, CheckpointSink, decode_changes
+from codecoder.kernel.cancel import CancelToken
+from codecoder.kernel.messages import ToolResult, tool_result
+from codecoder.kernel.ports import ToolContext
+
+
+@pytest.fixture
+def git_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A `git` first on PATH that notes each subcommand, then runs the real one."""
+    real = shutil.which("git")
+    assert real is not None
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    log = tmp_path / "git.log"
+    script = folder / "git"
+    script.write_text(f'#!/bin/sh\necho "$1" >> {log}\nexec {real} "$@"\n')
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
+    return log
+
+
+def context(workspace: Path) -> ToolContext:
+    return ToolContext(call_id="c1", cancel=CancelToken(), workspace=workspace, emit=lambda e: None)
+
+
+def logged(log: Path) -> list[str]:
+    return log.read_text().split() if log.exists() else []
+
+
+def test_one_git_process_before_the_command_and_the_before_is_before_it(
+    tmp_path: Path, git_log: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "a.txt").write_text("old\n")
+    (workspace / "gone.txt").write_text("removed by the command\n")
+    store = tmp_path / "store"
+    saved: list[bytes | None] = []
+    kept = Checkpoints(
+        ObjectStore(workspace, store), CheckpointSink(save=lambda t, m, body: saved.append(body))
+    )
+    before_command: list[str] = []
+
+    def command() -> ToolResult:
+        before_command.extend(logged(git_log))
+        (workspace / "a.txt").write_text("new\n")
+        (workspace / "b.txt").write_text("made\n")
+        (workspace / "gone.txt").unlink()
+        return tool_result("c1", "ran")
+
+    ctx = context(workspace)
+    assert kept.around_command(command, ctx).text == "ran"
+    assert before_command == ["add"]
+    kept.close()
+    assert logged(git_log) == ["add", "write-tree", "add", "diff-index"]
+    changes = {c.path: c for c in decode_changes(saved[-1] or b"")}
+    assert sorted(changes) == ["a.txt", "b.txt", "gone.txt"]
+    a, b, removed = changes["a.txt"], changes["b.txt"], changes["gone.txt"]
+    assert a.before is not None and a.before.sha == _blob_id(b"old\n")
+    assert a.after is not None and a.after.sha == _blob_id(b"new\n")
+    assert b.before is None and removed.after is None
+    assert removed.before is not None
+    assert removed.before.sha == _blob_id(b"removed by the command\n")
+    assert not list(store.glob("index.before-*"))
+
+
+def test_a_failed_command_still_keeps_its_changes_and_leaves_no_copy(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    store = tmp_path / "store"
+    saved: list[bytes | None] = []
+    kept = Checkpoints(
+        ObjectStore(workspace, store), CheckpointSink(save=lambda t, m, body: saved.append(body))
+    )
+
+    def command() -> ToolResult:
+        (workspace / "half.txt").write_text("written before it failed\n")
+        raise OSError("the command broke")
+
+    ctx = context(workspace)
+    with pytest.raises(OSError):
+        kept.around_command(command, ctx)
+    kept.close()
+    assert [c.path for c in decode_changes(saved[-1] or b"")] == ["half.txt"]
+    assert not list(store.glob("index.before-*"))
+
+
+def test_copies_a_killed_session_left_are_removed_and_a_live_ones_kept(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    store = tmp_path / "store"
+    ObjectStore(workspace, store).snapshot()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    left = store / f"index.before-{dead.pid}-0"
+    live = store / f"index.before-{os.getpid()}-999"
+    for copy in (left, live):
+        shutil.copyfile(store / "index", copy)
+    ObjectStore(workspace, store).ensure()  # a new session's first use
+    assert not left.exists()
+    assert live.exists()
+
+
+def test_changes_since_a_kept_index_equal_changes_since_its_tree(tmp_path: Path) -> None:
+    """The copy stands for the tree it would have written then: diffing against its tree,
+    written later, gives what diffing against a tree written at once gives."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "x").write_text("1\n")
+    objects = ObjectStore(workspace, tmp_path / "store")
+    copy = objects.index_now()
+    (workspace / "x").write_text("2\n")
+    (workspace / "y").write_text("new\n")
+    objects.git("add", "--all", "--", ".")  # our index moves on (the next snapshot)
+    later = objects.tree_of(copy)
+    assert not copy.exists()
+    (workspace / "x").write_text("1\n")
+    (workspace / "y").unlink()
+    assert objects.snapshot() == later
+    found = msgspec.json.encode(sorted(objects.changes_since(later)))
+    assert found == msgspec.json.encode([])
