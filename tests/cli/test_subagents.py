@@ -272,3 +272,33 @@ def test_children_trace_under_their_own_names_into_the_parents_trace(tmp_path: P
             r["data"].get("type") == "done" for r in own
         )
     assert [r["seq"] for r in records] == sorted(r["seq"] for r in records)
+
+
+def test_each_agents_request_hashes_are_the_hashes_of_its_requests(tmp_path: Path) -> None:
+    """Parallel children hash their requests on their own threads, each with its own
+    running hash: every request line's sha256 is that of the body it was sent with."""
+    from codecoder.kernel import codec
+    from codecoder.kernel.ports import ProviderRequest
+    from codecoder.kernel.trace import RequestDigest, Tracer
+
+    tracer = Tracer(tmp_path / "trace.jsonl", bodies=True)
+    tasks = [{"task": f"look at part {i}"} for i in range(3)]
+    subagents = [
+        {"match": f"part {i}", "replies": [[call("read_file", path="a.txt")], [f"answer {i}"]]}
+        for i in range(3)
+    ]
+    script = {"format": "codecoder-script/1", "replies": [[call("agent", tasks=tasks)], ["ok"]]}
+    script["subagents"] = subagents
+    (tmp_path / "a.txt").write_text("text\n")
+    provider = ScriptedProvider(parse_script(json.dumps(script)))
+    factory = SubagentFactory(provider, tmp_path, ProcessManager(), tracer=tracer)
+    tool = factory.agent_tool()
+    assert tool is not None
+    run_turn(AgentLoop(provider, [tool], tmp_path, tracer=tracer))
+    tracer.close()
+    requests = [r for r in Tracer.read(tmp_path / "trace.jsonl") if r["dir"] == "request"]
+    assert len({r["agent"] for r in requests}) == 4
+    assert len(requests) == 2 + 3 * 2
+    for record in requests:
+        body = codec.convert(record["data"]["body"], ProviderRequest)
+        assert record["data"]["sha256"] == RequestDigest().digest(body)[0], record["agent"]

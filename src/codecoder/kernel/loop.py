@@ -78,7 +78,7 @@ from codecoder.kernel.ports import (
 from codecoder.kernel.reply import ReplyBuilder
 
 if TYPE_CHECKING:
-    from codecoder.kernel.trace import Direction, Tracer
+    from codecoder.kernel.trace import RequestDigest, Tracer
 
 DEFAULT_SYSTEM_PROMPT = "You are CodeCoder, a coding agent. Use the tools to do the task."
 
@@ -136,6 +136,11 @@ class AgentLoop:
         self._prompt = prompt or StaticPrompt(DEFAULT_SYSTEM_PROMPT)
         self.max_rounds = max_rounds
         self._tracer = tracer
+        self._digest: RequestDigest | None = None
+        if tracer is not None:
+            from codecoder.kernel.trace import RequestDigest
+
+            self._digest = RequestDigest()
         self._compactor = compactor
         self._journal = journal or LIVE
         self._stop_gate = stop_gate
@@ -231,10 +236,6 @@ class AgentLoop:
 
     def _notice(self, source: NoticeSource, detail: str) -> None:
         self._emit(StatusUpdate(self._state, detail, source))
-
-    def _trace(self, direction: Direction, data: object) -> None:
-        if self._tracer is not None:
-            self._tracer.line(direction, self.name, self.turn, data)
 
     def _commit(self, message: Message) -> Message:
         """Give the message its id, make it part of history and durable (invariant 6)."""
@@ -349,7 +350,9 @@ class AgentLoop:
         self._messages = [view.summary, *kept]
         if isinstance(self._history, CompactionSink):
             self._history.record_compaction(view)
-        self._trace("compaction", {"first_kept_id": view.first_kept_id, "summary": view.summary})
+        if self._tracer is not None:
+            data = {"first_kept_id": view.first_kept_id, "summary": view.summary}
+            self._tracer.line("compaction", self.name, self.turn, data)
         self._emit(Compacted(before_tokens=view.before_tokens, after_tokens=view.after_tokens))
         return True
 
@@ -445,9 +448,9 @@ class AgentLoop:
     def _trace_request(self, request: ProviderRequest) -> None:
         """A request's hash and size (and with `--trace-bodies` the request itself): two
         requests with the same hash sent the model the same thing."""
-        tracer = self._tracer
-        assert tracer is not None
-        digest, size = tracer.requests.digest(request)
+        tracer, digests = self._tracer, self._digest
+        assert tracer is not None and digests is not None
+        digest, size = digests.digest(request)
         data: dict[str, object] = {
             "purpose": request.purpose,
             "messages": len(request.messages),
@@ -456,15 +459,15 @@ class AgentLoop:
         }
         if tracer.bodies:
             data["body"] = msgspec.Raw(codec.encode(request))
-        self._trace("request", data)
+        tracer.line("request", self.name, self.turn, data)
 
-    def _trace_stream(self, item: object) -> None:
+    def _trace_stream(self, tracer: Tracer, item: object) -> None:
         """A stream item as the loop took it (an exception by its repr; the end, which
         the provider's `stop` already shows, not at all)."""
         if isinstance(item, BaseException):
-            self._trace("stream", {"type": "exception", "repr": repr(item)})
+            tracer.line("stream", self.name, self.turn, {"type": "exception", "repr": repr(item)})
         elif item is not END:
-            self._trace("stream", item)
+            tracer.line("stream", self.name, self.turn, item)
 
     def _keep(self, builder: ReplyBuilder, *, interrupted: bool) -> None:
         message = builder.build(0, interrupted=interrupted)
@@ -481,6 +484,7 @@ class AgentLoop:
     ) -> None:
         journal = self._journal
         records = journal.records
+        tracer = self._tracer
         pending: object = None
         while True:
             item = pending if pending is not None else stream.get()
@@ -491,8 +495,8 @@ class AgentLoop:
                 raise Cancelled(token.reason)
             if records and not isinstance(item, TextDelta):
                 journal.took(item, token)
-            if self._tracer is not None and not isinstance(item, TextDelta):
-                self._trace_stream(item)
+            if tracer is not None and not isinstance(item, TextDelta):
+                self._trace_stream(tracer, item)
             if item is END:
                 return
             if isinstance(item, TextDelta):
@@ -507,8 +511,9 @@ class AgentLoop:
                 text = parts[0] if len(parts) == 1 else "".join(parts)
                 if records:
                     journal.took_text(len(text))
-                if self._tracer is not None:
-                    self._trace("stream", {"type": "text_delta", "chunks": parts})
+                if tracer is not None:
+                    data = {"type": "text_delta", "chunks": parts}
+                    tracer.line("stream", self.name, self.turn, data)
                 builder.text(text)
                 if self._state != "streaming":
                     self._status("streaming")
@@ -601,7 +606,9 @@ class AgentLoop:
         if self._policy is None:
             return
         decision = self._journal.decide(self._policy, tool, call)
-        self._trace("decision", {"tool_call_id": call.id, **msgspec.structs.asdict(decision)})
+        if self._tracer is not None:
+            data = {"tool_call_id": call.id, **msgspec.structs.asdict(decision)}
+            self._tracer.line("decision", self.name, self.turn, data)
         if decision.verdict == "allow":
             return
         if decision.verdict == "deny":
@@ -625,7 +632,9 @@ class AgentLoop:
             raise ToolFailure("denied", message)
 
     def _trace_reply(self, reply: Oneshot[Any], answer: object) -> None:
-        self._trace("reply", {"request_id": reply.request_id, "answer": answer, "by": reply.by})
+        if self._tracer is not None:
+            data = {"request_id": reply.request_id, "answer": answer, "by": reply.by}
+            self._tracer.line("reply", self.name, self.turn, data)
 
     def _note_crash(self, exc: BaseException) -> None:
         if self._tracer is not None:

@@ -26,6 +26,7 @@ from typing import IO, Any, Literal, TypeVar
 import msgspec
 
 from codecoder.kernel import codec
+from codecoder.kernel.events import AskUser, ConfirmRequest, Done, Error
 from codecoder.kernel.ports import ProviderRequest
 
 T = TypeVar("T")
@@ -34,8 +35,10 @@ Direction = Literal[
     "command", "event", "reply", "decision", "request", "stream", "compaction", "note"
 ]
 
-_FLUSHED = frozenset({"Done", "Error", "ConfirmRequest", "AskUser"})
+_FLUSHED = frozenset({Done, Error, ConfirmRequest, AskUser})
 _FLUSHED_LINES = frozenset({"reply", "note"})
+_BUFFER = 1 << 16
+"""Bytes of lines kept before a write to the file (a flush writes them at once)."""
 
 
 class _Line(msgspec.Struct, frozen=True, gc=False):
@@ -53,9 +56,9 @@ _encoder = msgspec.json.Encoder(enc_hook=codec.enc_hook)
 
 class Tracer:
     """Thread-safe JSONL writer shared by an agent and its sub-agents. Lines are buffered
-    and flushed on commands, questions, turn ends and close, so tracing a token flood
-    stays cheap (a line costs about 1.5 us: bench/bench_replay.py). `bodies`: provider
-    requests are written whole (`--trace-bodies`)."""
+    and written on commands, questions, turn ends and close, so tracing a token flood
+    stays cheap (bench/bench_replay.py). `bodies`: provider requests are written whole
+    (`--trace-bodies`)."""
 
     def __init__(self, path: Path | str, *, bodies: bool = False) -> None:
         self._file: IO[bytes] = open(path, "ab")  # noqa: SIM115 - closed by close()
@@ -63,25 +66,21 @@ class Tracer:
         self._lock = threading.Lock()
         self._seq = 0
         self._buffer = bytearray()
+        self._threads = threading.local()
         self.bodies = bodies
-        self.requests = RequestDigest()
 
     def command(self, agent: str, turn: int, command: Any) -> None:
         """Before the command takes effect (a Cancel sorts before what it causes)."""
-        self._write("command", agent, turn, command, flush=True)
+        self.line("command", agent, turn, command, flush=True)
 
     def event(self, agent: str, turn: int, event: T, put: Callable[[T], object]) -> None:
         """Number the event and put it on its channel in one step (see the module doc)."""
-        self._write("event", agent, turn, event, put, flush=type(event).__name__ in _FLUSHED)
-
-    def line(self, direction: Direction, agent: str, turn: int, data: Any) -> None:
-        """A reply, decision, request, stream event, compaction or note."""
-        self._write(direction, agent, turn, data, flush=direction in _FLUSHED_LINES)
+        self.line("event", agent, turn, event, put, flush=type(event) in _FLUSHED)
 
     def note(self, agent: str, turn: int, kind: str, detail: str) -> None:
         self.line("note", agent, turn, {"type": kind, "detail": detail})
 
-    def _write(
+    def line(
         self,
         direction: Direction,
         agent: str,
@@ -89,9 +88,15 @@ class Tracer:
         value: Any,
         put: Callable[[Any], object] | None = None,
         *,
-        flush: bool,
+        flush: bool | None = None,
     ) -> None:
-        thread = threading.current_thread().name
+        """A line of any kind; `put` puts `value` on its channel under the same lock.
+        `flush` None: replies and notes are written at once, the rest when it suits."""
+        threads = self._threads
+        try:
+            thread = threads.name
+        except AttributeError:  # this thread's first line
+            thread = threads.name = threading.current_thread().name
         with self._lock:
             self._seq += 1
             if put is not None:
@@ -100,16 +105,21 @@ class Tracer:
                 return
             line = _Line(self._seq, time.monotonic(), thread, agent, turn, direction, value)
             buffer = self._buffer
-            _encoder.encode_into(line, buffer)
+            _encoder.encode_into(line, buffer, -1)
             buffer += b"\n"
-            self._file.write(buffer)
-            if flush:
+            if flush is None:
+                flush = direction in _FLUSHED_LINES
+            if flush or len(buffer) > _BUFFER:
+                self._file.write(buffer)
                 self._file.flush()
+                buffer.clear()
 
     def close(self) -> None:
         with self._lock:
             if self._open:
                 self._open = False
+                self._file.write(self._buffer)
+                self._buffer.clear()
                 self._file.close()
 
     @staticmethod
@@ -120,35 +130,38 @@ class Tracer:
 
 
 class RequestDigest:
-    """The sha256 and size of each request without encoding the whole history for every
-    round (that made tracing double the cost of a round at 1,000 rounds): each message is
-    encoded and hashed once, into a chain over the view, and a request's hash continues
-    the hash of its system prompt, tools and purpose (kept while they stay the same
-    objects) with the chain's head. Equal hashes, equal requests; `bytes` is the sum of
-    the parts' JSON. About 3 us a request (bench/bench_replay.py)."""
+    """The sha256 and size of each request of one agent (each has its own: sub-agents
+    run on threads of their own), without encoding the whole history for every round
+    (that made tracing double the cost of a round at 1,000 rounds): each message is
+    encoded and hashed once, into one running hash of the view, and a request's hash
+    continues the hash of its system prompt, tools and purpose (kept while they stay the
+    same objects) with the view's. Equal hashes, equal requests; `bytes` is the sum of the
+    parts' JSON."""
 
     def __init__(self) -> None:
-        self._chain: list[tuple[int, bytes, int]] = []  # (message id, chained hash, bytes)
+        self._ids: list[int] = []  # the messages hashed into `_view`, in order
+        self._view = hashlib.sha256()
+        self._size = 0
         self._head: tuple[tuple[object, object, str], Any, int] | None = None
 
     def digest(self, request: ProviderRequest) -> tuple[str, int]:
-        messages, chain = request.messages, self._chain
-        kept = len(chain)
+        messages, ids = request.messages, self._ids
+        kept = len(ids)
         if kept > len(messages) or (
-            kept and (chain[0][0] != messages[0].id or chain[-1][0] != messages[kept - 1].id)
+            kept and (ids[0] != messages[0].id or ids[-1] != messages[kept - 1].id)
         ):
-            chain.clear()  # a compaction swapped the view: start again
-            kept = 0
-        previous, size = (chain[-1][1], chain[-1][2]) if chain else (b"", 0)
+            ids.clear()  # a compaction swapped the view: start again
+            self._view, self._size, kept = hashlib.sha256(), 0, 0
+        view = self._view
         for message in messages[kept:]:
             body = codec.encode(message)
-            previous = hashlib.sha256(previous + body).digest()
-            size += len(body)
-            chain.append((message.id, previous, size))
+            view.update(body)
+            self._size += len(body)
+            ids.append(message.id)
         head, head_size = self._head_of(request)
         whole = head.copy()
-        whole.update(previous)
-        return whole.hexdigest(), size + head_size
+        whole.update(view.digest())
+        return whole.hexdigest(), self._size + head_size
 
     def _head_of(self, request: ProviderRequest) -> tuple[Any, int]:
         """The hash state after the system prompt, tools and purpose, made again only when
