@@ -1,5 +1,5 @@
 """The snapshots around a command: only one git process is on the turn's path before the
-command (the index is copied, its tree written after the command, off the path), the
+command (the index is copied, its tree written while the command runs, off the path), the
 "before" is the work tree as it was before the command even so, and no copy of the index
 outlives its use or a killed session."""
 
@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import msgspec
@@ -56,9 +57,14 @@ def test_one_git_process_before_the_command_and_the_before_is_before_it(
         ObjectStore(workspace, store), CheckpointSink(save=lambda t, m, body: saved.append(body))
     )
     before_command: list[str] = []
+    during_command: list[str] = []
 
     def command() -> ToolResult:
         before_command.extend(logged(git_log))
+        deadline = time.monotonic() + 10
+        while "write-tree" not in logged(git_log) and time.monotonic() < deadline:
+            time.sleep(0.01)  # the tree of the snapshot before is written meanwhile
+        during_command.extend(logged(git_log))
         (workspace / "a.txt").write_text("new\n")
         (workspace / "b.txt").write_text("made\n")
         (workspace / "gone.txt").unlink()
@@ -66,7 +72,8 @@ def test_one_git_process_before_the_command_and_the_before_is_before_it(
 
     ctx = context(workspace)
     assert kept.around_command(command, ctx).text == "ran"
-    assert before_command == ["add"]
+    assert before_command in (["add"], ["add", "write-tree"])
+    assert during_command == ["add", "write-tree"]
     kept.close()
     assert logged(git_log) == ["add", "write-tree", "add", "diff-index"]
     changes = {c.path: c for c in decode_changes(saved[-1] or b"")}

@@ -7,13 +7,14 @@ that change files:
 - `write_file`, `edit_file`: the file is read before the call and after it; if it
   changed, both contents are kept as blobs (no git process).
 - `run_command`: the work tree is snapshotted before the command (`git add -A` into our
-  own index, and a copy of it) and after it (`write-tree` of the copy, `git add -A`,
-  `diff-index` against that tree), and what differs is kept. Only the first git process
-  is on the turn's path; the rest is done on a thread of its own while the turn goes on
-  (the model reads the result meanwhile), and the next call that may change a file waits
-  for it. Only the snapshots hold the object store's lock: commands run in
-  parallel (sub-agents) and each records what changed between its two snapshots; a path
-  already in the turn's checkpoint keeps its first "before".
+  own index, and a copy of it) and after it (`git add -A`, `diff-index` against the
+  copy's tree), and what differs is kept. Only the first git process is on the turn's
+  path; the rest is done on a thread of its own: the copy's `write-tree` while the
+  command runs, the snapshot after it while the turn goes on (the model reads the result
+  meanwhile), and the next call that may change a file waits for it. Only the snapshots
+  hold the object store's lock: commands run in parallel (sub-agents) and each records
+  what changed between its two snapshots; a path already in the turn's checkpoint keeps
+  its first "before".
 
 A file changed and changed back within a turn drops out; a turn with nothing left keeps
 no row. A failure to keep a checkpoint never fails the call: the model's work goes on,
@@ -122,9 +123,10 @@ class Checkpoints:
 
     def around_command(self, run: Callable[[], ToolResult], ctx: ToolContext) -> ToolResult:
         """Run a command, keeping what it changed in the work tree. The snapshot before
-        it is taken first; the one after (and the diff) on a thread of its own once the
-        command is done, so the turn does not wait for it: the next call that may change
-        a file, an undo and the session's end wait for it instead."""
+        it is taken first (one git process); the rest on a thread of its own: the tree of
+        that snapshot while the command runs, the snapshot after it and the diff once it
+        is done, so the turn does not wait for them: the next call that may change a file,
+        an undo and the session's end wait for them instead."""
         self.settle(ctx)
         try:
             with self.objects.locked(ctx.cancel):
@@ -132,21 +134,25 @@ class Checkpoints:
         except (OSError, StoreError) as exc:
             self._warn(ctx, exc)
             return run()
-        turn = self.turn()
+        ended = threading.Event()
+        after = threading.Thread(
+            target=self._take_after, args=(before, self.turn(), ended), name="checkpoint-after"
+        )
+        after.start()  # writes the tree of `before` while the command runs
         try:
             return run()
         finally:
-            after = threading.Thread(
-                target=self._take_after, args=(before, turn), name="checkpoint-after"
-            )
-            with self._lock:
+            ended.set()
+            with self._lock:  # only now: nobody waits for it while the command runs
                 self._after.append(after)
-            after.start()
 
-    def _take_after(self, before: Path, turn: int) -> None:
+    def _take_after(self, before: Path, turn: int, ended: threading.Event) -> None:
         try:
             with self.objects.locked():
-                changed = self.objects.changes_since(self.objects.tree_of(before))
+                tree = self.objects.tree_of(before)
+            ended.wait()
+            with self.objects.locked():
+                changed = self.objects.changes_since(tree)
             self._note(changed, turn)
         except (OSError, StoreError) as exc:
             with self._lock:
