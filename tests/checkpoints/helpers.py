@@ -1,12 +1,20 @@
-"""Turns that change files, run by `codecoder exec`, and `codecoder undo` after them."""
+"""Turns that change files, run by `codecoder exec`, and `codecoder undo` after them; a
+`git` of our own first on PATH; a ToolContext for calling Checkpoints directly."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+import pytest
+
+from codecoder.kernel.cancel import CancelToken
+from codecoder.kernel.ports import ToolContext
 
 CLI = [sys.executable, "-m", "codecoder"]
 UNCONFINED = ("--approval", "full-auto", "--sandbox", "off")
@@ -73,3 +81,20 @@ def tree(workspace: Path) -> dict[str, bytes]:
         elif path.is_file():
             found[rel] = path.read_bytes()
     return found
+
+
+def git_on_path(folder: Path, monkeypatch: pytest.MonkeyPatch, first: str) -> None:
+    """A `git` first on PATH that runs the shell lines `first`, then the real git."""
+    real = shutil.which("git")
+    assert real is not None
+    folder.mkdir()
+    script = folder / "git"
+    script.write_text(f'#!/bin/sh\n{first}exec {real} "$@"\n')
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
+
+
+def context(workspace: Path, token: CancelToken | None = None) -> ToolContext:
+    return ToolContext(
+        call_id="c1", cancel=token or CancelToken(), workspace=workspace, emit=lambda e: None
+    )

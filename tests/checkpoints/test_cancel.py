@@ -5,8 +5,6 @@ sleeps on `add` and then runs the real one."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import threading
 import time
@@ -19,7 +17,7 @@ from codecoder.checkpoints.objects import ObjectStore
 from codecoder.checkpoints.record import Checkpoints, CheckpointSink
 from codecoder.kernel.cancel import Cancelled, CancelToken
 from codecoder.kernel.messages import ToolResult, tool_result
-from codecoder.kernel.ports import ToolContext
+from tests.checkpoints.helpers import context, git_on_path
 
 BOUND = 1.0  # seconds; the git it cancels would sleep 60
 
@@ -27,19 +25,9 @@ BOUND = 1.0  # seconds; the git it cancels would sleep 60
 @pytest.fixture
 def slow_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A `git` whose `add` sleeps (its pid in a file, to check it died) when SLOW is there."""
-    real = shutil.which("git")
-    assert real is not None
-    folder = tmp_path / "bin"
-    folder.mkdir()
     flag = tmp_path / "slow"
-    script = folder / "git"
-    script.write_text(
-        "#!/bin/sh\n"
-        f'if [ "$1" = add ] && [ -e {flag} ]; then echo $$ > {tmp_path}/git.pid; sleep 60; fi\n'
-        f'exec {real} "$@"\n'
-    )
-    script.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
+    sleep = f'if [ "$1" = add ] && [ -e {flag} ]; then echo $$ > {tmp_path}/git.pid; sleep 60; fi\n'
+    git_on_path(tmp_path / "bin", monkeypatch, sleep)
     return flag
 
 
@@ -49,10 +37,6 @@ def checkpoints(tmp_path: Path) -> tuple[Checkpoints, Path]:
     (workspace / "a.txt").write_text("a\n")
     objects = ObjectStore(workspace, tmp_path / "store")
     return Checkpoints(objects, CheckpointSink(save=lambda *args: None)), workspace
-
-
-def context(workspace: Path, token: CancelToken) -> ToolContext:
-    return ToolContext(call_id="c1", cancel=token, workspace=workspace, emit=lambda e: None)
 
 
 def gone(tmp_path: Path) -> bool:
@@ -129,7 +113,7 @@ def test_our_own_folders_in_the_workspace_are_never_snapshotted(
     data = paths.data_dir()
     data.mkdir(parents=True, exist_ok=True)
     (data / "sessions.sqlite3").write_bytes(b"\0" * 1000)
-    tree = objects.snapshot()
+    tree = objects.tree_of(objects.index_now())
     listed = (
         objects.git("ls-tree", "-r", "-z", "--name-only", tree).stdout.decode().split("\0")[:-1]
     )

@@ -16,28 +16,16 @@ import pytest
 
 from codecoder.checkpoints.objects import ObjectStore, _blob_id
 from codecoder.checkpoints.record import Checkpoints, CheckpointSink, decode_changes
-from codecoder.kernel.cancel import CancelToken
 from codecoder.kernel.messages import ToolResult, tool_result
-from codecoder.kernel.ports import ToolContext
+from tests.checkpoints.helpers import context, git_on_path
 
 
 @pytest.fixture
 def git_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A `git` first on PATH that notes each subcommand, then runs the real one."""
-    real = shutil.which("git")
-    assert real is not None
-    folder = tmp_path / "bin"
-    folder.mkdir()
     log = tmp_path / "git.log"
-    script = folder / "git"
-    script.write_text(f'#!/bin/sh\necho "$1" >> {log}\nexec {real} "$@"\n')
-    script.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
+    git_on_path(tmp_path / "bin", monkeypatch, f'echo "$1" >> {log}\n')
     return log
-
-
-def context(workspace: Path) -> ToolContext:
-    return ToolContext(call_id="c1", cancel=CancelToken(), workspace=workspace, emit=lambda e: None)
 
 
 def logged(log: Path) -> list[str]:
@@ -112,7 +100,8 @@ def test_copies_a_killed_session_left_are_removed_and_a_live_ones_kept(tmp_path:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     store = tmp_path / "store"
-    ObjectStore(workspace, store).snapshot()
+    objects = ObjectStore(workspace, store)
+    objects.tree_of(objects.index_now())
     dead = subprocess.Popen(["true"])
     dead.wait()
     left = store / f"index.before-{dead.pid}-0"
@@ -139,6 +128,6 @@ def test_changes_since_a_kept_index_equal_changes_since_its_tree(tmp_path: Path)
     assert not copy.exists()
     (workspace / "x").write_text("1\n")
     (workspace / "y").unlink()
-    assert objects.snapshot() == later
+    assert objects.tree_of(objects.index_now()) == later
     found = msgspec.json.encode(sorted(objects.changes_since(later)))
     assert found == msgspec.json.encode([])

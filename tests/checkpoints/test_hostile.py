@@ -123,7 +123,7 @@ def test_the_store_is_private_and_its_git_sees_no_config_but_ours(
     attrs = store.git("check-attr", "-a", "crlf.c", "lf.txt").stdout.decode()
     assert "filter: unset" in attrs and "text: unset" in attrs and "ident: unset" in attrs
     assert "working-tree-encoding: unset" in attrs and "eol: unset" in attrs
-    tree_id = store.snapshot()
+    tree_id = store.tree_of(store.index_now())
     entries = store.git("ls-tree", "-r", tree_id).stdout.decode()
     assert "vendor\n" not in entries or "160000" not in entries.split("vendor")[0][-60:]
     names = {line.split("\t")[1] for line in entries.splitlines()}

@@ -21,10 +21,10 @@ A repository is untrusted input, so git runs here as it runs nowhere else:
   and a nested repository is kept as a pointer (a gitlink), never restored.
 
 Blobs of single files are written and read here in Python (git's loose object format), so
-a file tool's checkpoint costs no git process at all; `snapshot` runs `git add -A` and
-keeps a copy of the index (`index_now`: the index's stat cache makes an unchanged tree
-cost a walk, not a read of every file), `git write-tree` of the copy when convenient
-(`tree_of`), and `changes_since` `git add -A` again and one `git diff-index`.
+a file tool's checkpoint costs no git process at all; a snapshot is `git add -A` and a
+copy of the index (`index_now`: the index's stat cache makes an unchanged tree cost a
+walk, not a read of every file) and, when convenient, `git write-tree` of the copy
+(`tree_of`); `changes_since` runs `git add -A` again and one `git diff-index`.
 """
 
 from __future__ import annotations
@@ -164,16 +164,12 @@ class ObjectStore:
 
     # --- snapshots, with git ---------------------------------------------------------------
 
-    def snapshot(self, cancel: CancelToken | None = None) -> str:
-        """The work tree as a tree object (untracked files in, ignored ones out). A
-        cancel kills git at once (a large tree takes seconds): raises Cancelled."""
-        return self.tree_of(self.index_now(cancel))
-
     def index_now(self, cancel: CancelToken | None = None) -> Path:
-        """The work tree now, as a copy of our index whose tree `tree_of` writes later:
-        one git process on the caller's path instead of two (`run_command`'s snapshot
-        before it is on the turn's path; the tree is written after the command, off it).
-        The caller holds `locked`. A cancel kills git (raises Cancelled)."""
+        """The work tree now (untracked files in, ignored ones out), as a copy of our
+        index whose tree `tree_of` writes later: one git process on the caller's path
+        instead of two (`run_command`'s snapshot before it is on the turn's path; the tree
+        is written while the command runs, off it). The caller holds `locked`. A cancel
+        kills git at once, a large tree takes seconds (raises Cancelled)."""
         import shutil
 
         self.git("add", "--all", "--", ".", cancel=cancel)
