@@ -7,6 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from codecoder.sandbox import wrap_argv
@@ -66,17 +67,29 @@ def test_our_runtime_under_tmp_is_bound_back_read_only_before_the_workspace() ->
     assert found.index(("--bind", "/tmp/p/w", "/tmp/p/w")) > tmp + 1
 
 
-def test_runtime_under_tmp_names_the_outermost_existing_folders(
+def test_runtime_under_tmp_names_only_our_prefixes_and_module_folders(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    inner = tmp_path / "venv" / "lib"
-    inner.mkdir(parents=True)
-    for prefix in ("prefix", "exec_prefix"):
-        monkeypatch.setattr(f"sys.{prefix}", str(tmp_path / "venv"))
-    monkeypatch.setattr("sys.base_prefix", "/usr")
-    monkeypatch.setattr("sys.path", [str(inner), "/usr/lib/python3", str(tmp_path / "gone"), ""])
+    """Real paths strictly below /tmp, outermost only, that exist: a module folder inside
+    the venv is the venv; /tmp itself, a symlink leading out of /tmp, a folder that is
+    gone and the import path (the current folder of `python -m`) are never named."""
+    import codecoder
+
     assert str(tmp_path).startswith("/tmp/")
-    assert runtime_under_tmp() == (str(tmp_path / "venv"),)
+    venv = tmp_path / "venv"
+    (venv / "lib" / "codecoder").mkdir(parents=True)
+    checkout = tmp_path / "checkout"
+    (checkout / "src" / "msgspec").mkdir(parents=True)
+    (tmp_path / "out").symlink_to("/")
+    monkeypatch.setattr("sys.prefix", str(venv))
+    monkeypatch.setattr("sys.exec_prefix", str(tmp_path / "out"))
+    monkeypatch.setattr("sys.base_prefix", "/tmp")
+    monkeypatch.setattr(codecoder, "__file__", str(venv / "lib" / "codecoder" / "__init__.py"))
+    monkeypatch.setattr(msgspec, "__file__", str(checkout / "src" / "msgspec" / "__init__.py"))
+    monkeypatch.setattr("sys.path", [str(tmp_path / "cwd"), str(tmp_path), ""])
+    assert sorted(runtime_under_tmp()) == [str(checkout / "src"), str(venv)]
+    monkeypatch.setattr(msgspec, "__file__", str(tmp_path / "gone" / "msgspec" / "x.py"))
+    assert runtime_under_tmp() == (str(venv),)
 
 
 def test_read_only_mode_binds_the_workspace_read_only_and_nothing_writable() -> None:

@@ -211,20 +211,32 @@ def test_grep_runs_its_children_in_the_sandbox(workspace: Path, tmp_path: Path) 
 def test_our_own_modules_under_tmp_stay_visible_read_only(
     workspace: Path, tmp_path: Path, manager: ProcessManager, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A checkout or venv under /tmp: the private /tmp would hide the modules grep's Python
-    engine imports. Folders of the import path are bound back, read-only; a sibling that is
-    not on it stays hidden."""
-    lib = tmp_path / "lib"
-    lib.mkdir()
-    (lib / "mod.py").write_text("LIB-CONTENT\n")
+    """A venv under /tmp: the private /tmp would hide what grep's Python engine loads. Our
+    prefix is bound back, read-only; a sibling file, a folder that is only on the import
+    path (the current folder of `python -m`) and a prefix that is a symlink out of /tmp
+    stay hidden."""
+    venv = tmp_path / "venv"
+    venv.mkdir()
+    (venv / "mod.py").write_text("LIB-CONTENT\n")
     (tmp_path / "secret").write_text("HOST-CONTENT\n")
-    monkeypatch.syspath_prepend(str(lib))
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    (cwd / "notes").write_text("CWD-CONTENT\n")
+    out = tmp_path / "out"
+    out.symlink_to("/")
+    monkeypatch.setattr("sys.prefix", str(venv))
+    monkeypatch.setattr("sys.exec_prefix", str(out))
+    monkeypatch.syspath_prepend(str(cwd))
     sandbox = Sandbox("workspace-write")
-    command = f"cat {lib}/mod.py; cat {tmp_path}/secret; touch {lib}/new || echo refused"
+    command = (
+        f"cat {venv}/mod.py; cat {tmp_path}/secret; cat {cwd}/notes; ls {out}/etc;"
+        f" touch {venv}/new || echo refused"
+    )
     result = RunCommand(manager, sandbox).run({"command": command}, context(workspace, []))
     assert "LIB-CONTENT" in result.text and "refused" in result.text, result.text
-    assert "HOST-CONTENT" not in result.text
-    assert not (lib / "new").exists()
+    assert "HOST-CONTENT" not in result.text and "CWD-CONTENT" not in result.text
+    assert "passwd" not in result.text
+    assert not (venv / "new").exists()
     sandbox.close()
 
 

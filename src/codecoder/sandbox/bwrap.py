@@ -12,6 +12,7 @@ Order matters: bwrap applies its mounts one after another, later over earlier.
     --ro-bind R R                 our own interpreter and modules where they live under
                                   /tmp (a venv or checkout there), which the private
                                   /tmp would hide from grep's Python engine
+                                  (`runtime_under_tmp`)
     masks around a writable root  (a workspace inside a masked folder shows through)
     --bind W W                    each writable root (read-only mode: --ro-bind, so that
                                   a workspace under /tmp is there at all)
@@ -118,15 +119,21 @@ def build_argv(
 
 
 def runtime_under_tmp() -> tuple[str, ...]:
-    """The folders of this interpreter and of its import path that lie under /tmp, outermost
-    only. The children we run confined (grep's Python engine) are this interpreter with
-    this import path; a private /tmp over them fails every such child."""
+    """What grep's Python engine, run confined, loads from under /tmp: this interpreter's
+    prefixes and the folders holding codecoder and msgspec (a venv or checkout there; the
+    private /tmp would hide them and fail every such child). Real paths strictly below
+    /tmp, outermost only: nothing else of the host's /tmp (not the current folder on the
+    import path, not a symlink planted to lead out of /tmp) is shown."""
     import sys
 
-    candidates = [sys.prefix, sys.exec_prefix, sys.base_prefix, *sys.path]
-    under = sorted({os.path.abspath(p) for p in candidates if p.startswith("/tmp/")}, key=len)
+    import codecoder
+
+    modules = (codecoder.__file__, msgspec.__file__)
+    candidates = [sys.prefix, sys.exec_prefix, sys.base_prefix]
+    candidates += [os.path.dirname(os.path.dirname(m)) for m in modules if m]
+    real = {os.path.realpath(p) for p in candidates}
     found: list[str] = []
-    for path in under:
+    for path in sorted((p for p in real if p.startswith("/tmp/")), key=len):
         if not any(_at_or_below(path, outer) for outer in found) and os.path.isdir(path):
             found.append(path)
     return tuple(found)
