@@ -156,7 +156,8 @@ class Bench(msgspec.Struct):
 
     def report(self) -> None:
         objects, store = self.objects, self.store
-        cold = timed(objects.snapshot)
+        cold = timed(lambda: objects.tree_of(objects.index_now()))
+        copies: list[Path] = []
         plain: dict[str, Tool] = {
             "write_file": WriteFile(),
             "run_command": RunCommand(self.manager),
@@ -169,7 +170,8 @@ class Bench(msgspec.Struct):
             with_cp = self.command(wrapped, change=True)
             samples["after"].append(timed(self.kept.settle))
             samples["command"].append(with_cp - self.command(plain, change=True))
-            samples["pre"].append(timed(objects.snapshot))
+            samples["pre"].append(timed(lambda: copies.append(objects.index_now())))
+            objects.tree_of(copies.pop())  # off the path, as the command's thread does
             rows = len(store.checkpoints(session_id=self.session))
             loose = sum(1 for _ in (objects.dir / "objects").rglob("*"))
             self.turn[0] = 10_000 + rep  # a turn that changes nothing
