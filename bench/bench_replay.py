@@ -100,7 +100,7 @@ def _run(loop: AgentLoop, count_tokens: bool = False) -> tuple[float, int]:
     return elapsed, tokens
 
 
-def bench_rounds(reps: int, rounds: int, tmp: Path) -> dict[str, float]:
+def bench_rounds(reps: int, rounds: int, tmp: Path) -> dict[str, tuple[float, float]]:
     replies: list[Any] = [[{"type": "tool_call", "name": "noop", "args": {}}]] * rounds + [["ok"]]
     samples: dict[str, list[float]] = {name: [] for name in VARIANTS}
     with SessionStore(tmp / "rounds.sqlite3") as store:
@@ -115,10 +115,23 @@ def bench_rounds(reps: int, rounds: int, tmp: Path) -> dict[str, float]:
                 )
                 elapsed, _ = _run(loop)
                 samples[name].append(elapsed * 1000 / rounds)
-    return {name: statistics.median(values) for name, values in samples.items()}
+    return _summary(samples)
 
 
-def bench_tokens(reps: int, tokens: int, tmp: Path) -> dict[str, float]:
+def _summary(samples: dict[str, list[float]]) -> dict[str, tuple[float, float]]:
+    """Each variant's median, and the median of its change against plain within the
+    same repetition (paired: a machine that drifts between repetitions moves both)."""
+    plain = samples["plain"]
+    return {
+        name: (
+            statistics.median(values),
+            statistics.median(value / base - 1 for value, base in zip(values, plain, strict=True)),
+        )
+        for name, values in samples.items()
+    }
+
+
+def bench_tokens(reps: int, tokens: int, tmp: Path) -> dict[str, tuple[float, float]]:
     samples: dict[str, list[float]] = {name: [] for name in VARIANTS}
     with SessionStore(tmp / "tokens.sqlite3") as store:
         for _ in range(reps):
@@ -129,7 +142,7 @@ def bench_tokens(reps: int, tokens: int, tmp: Path) -> dict[str, float]:
                 elapsed, received = _run(loop, count_tokens=True)
                 assert received == tokens, (received, tokens)
                 samples[name].append(tokens / elapsed)
-    return {name: statistics.median(values) for name, values in samples.items()}
+    return _summary(samples)
 
 
 def bench_replay(reps: int, rounds: int, tmp: Path) -> tuple[float, str]:
@@ -217,16 +230,17 @@ def main() -> None:
         tmp = Path(name)
         if options.only in (None, "rounds"):
             per = bench_rounds(options.reps, options.rounds, tmp)
-            base = per["plain"]
-            print(f"CPU time per tool round ({options.rounds} rounds, store on, median):")
-            for variant, value in per.items():
-                print(f"  {variant:9} {value:.3f} ms  ({(value / base - 1) * 100:+.1f}%)")
+            print(
+                f"CPU time per tool round ({options.rounds} rounds, store on, median; "
+                "change: median of the changes within a repetition):"
+            )
+            for variant, (value, change) in per.items():
+                print(f"  {variant:9} {value:.3f} ms  ({change * 100:+.1f}%)")
         if options.only in (None, "tokens"):
             rates = bench_tokens(options.reps, options.tokens, tmp)
-            base = rates["plain"]
             print(f"token throughput per CPU second ({options.tokens:,} tokens, median):")
-            for variant, value in rates.items():
-                print(f"  {variant:9} {value:,.0f} tokens/s  ({(value / base - 1) * 100:+.1f}%)")
+            for variant, (value, change) in rates.items():
+                print(f"  {variant:9} {value:,.0f} tokens/s  ({change * 100:+.1f}%)")
         if options.only in (None, "replay"):
             seconds, summary = bench_replay(options.reps, options.rounds, tmp)
             print(f"replay of a {options.rounds}-round session: {seconds * 1000:.0f} ms")

@@ -105,6 +105,43 @@ def test_decisions_and_replies_say_why_and_who(tmp_path: Path, start_agent: Star
     assert reply["data"]["by"] == "terminal" and reply["seq"] > request["seq"]
 
 
+def test_what_a_waiting_agent_has_done_is_on_disk_before_it_asks(
+    tmp_path: Path, start_agent: Start
+) -> None:
+    """Lines are encoded and written at the flush points only: a question, a turn's end.
+    Whoever reads the trace while the agent waits for an answer sees every line up to
+    the question, in order, the rounds before it included."""
+    path = tmp_path / "trace.jsonl"
+    tracer = Tracer(path)
+    replies = [[call("echo", text=str(i))] for i in range(40)] + [["fine"]]
+    loop = make_loop(replies, tmp_path, tracer=tracer, policy=AskOnLast(), max_rounds=50)
+    handle = start_agent(loop)
+    handle.send("go")
+    events: list[AgentEvent] = []
+    while not isinstance(event := handle.next_event(5), ConfirmRequest):
+        assert event is not None and not isinstance(event, Done)
+        events.append(event)
+    on_disk = Tracer.read(path)
+    assert [r["seq"] for r in on_disk] == list(range(1, len(on_disk) + 1))
+    assert on_disk[-1]["data"]["type"] == "confirm_request"
+    assert sum(r["dir"] == "request" for r in on_disk) == 40
+    event.reply.send(ConfirmReply("allow_once"), by="terminal")
+    check_turn([*events, event, *handle.turn(5)])
+    whole = Tracer.read(path)  # the turn's end is written before Done reaches anyone
+    assert whole[: len(on_disk)] == on_disk and whole[-1]["data"]["type"] == "done"
+    handle.shutdown()
+    tracer.close()
+
+
+class AskOnLast(RulePolicy):
+    """Allows every echo but the fortieth, which it asks about."""
+
+    def decide(self, tool: Tool, call: ToolCall) -> Decision:
+        if call.id != "call_39_0":
+            return Decision("allow")
+        return super().decide(tool, call)
+
+
 def test_a_question_from_a_tool_is_traced_with_its_answer(
     tmp_path: Path, start_agent: Start
 ) -> None:

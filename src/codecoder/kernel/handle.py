@@ -90,7 +90,7 @@ class AgentHandle:
             turn = self._turn()
             if isinstance(command, Steer) and self._turn_tokens:
                 if self._tracer is not None:
-                    self._tracer.command(self.name, turn, command)
+                    self._tracer.line("command", self.name, turn, command)
                 self._steers.append(command.message)  # the loop takes it at a boundary
                 return
             if isinstance(command, Steer):  # no turn to join: it is the next message
@@ -99,7 +99,7 @@ class AgentHandle:
                 self._turns += 1
                 turn = self._turns
             if self._tracer is not None:
-                self._tracer.command(self.name, turn, command)
+                self._tracer.line("command", self.name, turn, command)
             token: CancelToken | None = None
             if isinstance(command, ProcessMessage | Compact):
                 token = parent.child() if parent is not None else CancelToken()

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from codecoder.kernel import codec
 from codecoder.kernel.cancel import Cancelled, CancelToken
 from codecoder.kernel.commands import Compact, ProcessMessage, Shutdown
 from codecoder.kernel.events import (
@@ -228,7 +227,7 @@ class AgentLoop:
         if self._tracer is None:
             self._events.put(event)
         else:
-            self._tracer.event(self.name, self.turn, event, self._events.put)
+            self._tracer.line("event", self.name, self.turn, event, self._events.put)
 
     def _status(self, state: AgentState, detail: str = "") -> None:
         self._state = state
@@ -413,7 +412,8 @@ class AgentLoop:
         request = self._request()
         self._status("thinking")
         if self._tracer is not None:
-            self._trace_request(request)
+            assert self._digest is not None
+            self._tracer.request(self.name, self.turn, request, self._digest)
         stream = self._journal.stream(lambda: self._read(request, token), token)
         builder = ReplyBuilder()
         calls: list[ToolCall] = []
@@ -444,22 +444,6 @@ class AgentLoop:
         self._readers.append(reader)
         reader.start()
         return stream
-
-    def _trace_request(self, request: ProviderRequest) -> None:
-        """A request's hash and size (and with `--trace-bodies` the request itself): two
-        requests with the same hash sent the model the same thing."""
-        tracer, digests = self._tracer, self._digest
-        assert tracer is not None and digests is not None
-        digest, size = digests.digest(request)
-        data: dict[str, object] = {
-            "purpose": request.purpose,
-            "messages": len(request.messages),
-            "bytes": size,
-            "sha256": digest,
-        }
-        if tracer.bodies:
-            data["body"] = msgspec.Raw(codec.encode(request))
-        tracer.line("request", self.name, self.turn, data)
 
     def _trace_stream(self, tracer: Tracer, item: object) -> None:
         """A stream item as the loop took it (an exception by its repr; the end, which

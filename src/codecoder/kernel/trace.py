@@ -21,24 +21,23 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any, Literal, TypeVar
+from typing import IO, Any, Literal
 
 import msgspec
 
 from codecoder.kernel import codec
 from codecoder.kernel.events import AskUser, ConfirmRequest, Done, Error
-from codecoder.kernel.ports import ProviderRequest
-
-T = TypeVar("T")
+from codecoder.kernel.messages import Message
+from codecoder.kernel.ports import ProviderRequest, ToolSpec
 
 Direction = Literal[
     "command", "event", "reply", "decision", "request", "stream", "compaction", "note"
 ]
 
 _FLUSHED = frozenset({Done, Error, ConfirmRequest, AskUser})
-_FLUSHED_LINES = frozenset({"reply", "note"})
-_BUFFER = 1 << 16
-"""Bytes of lines kept before a write to the file (a flush writes them at once)."""
+_FLUSHED_LINES = frozenset({"command", "reply", "note"})
+_PENDING = 256
+"""Lines kept before they are encoded and written (a flush writes them at once)."""
 
 
 class _Line(msgspec.Struct, frozen=True, gc=False):
@@ -51,31 +50,66 @@ class _Line(msgspec.Struct, frozen=True, gc=False):
     data: Any
 
 
-_encoder = msgspec.json.Encoder(enc_hook=codec.enc_hook)
+class _RequestLine:
+    """A request line's data, finished when the line is written rather than on the
+    round's path. What is new to the agent's running hash is taken at once (a short
+    tuple: holding the whole view until the write would make every garbage collection
+    walk it); the encoding and hashing run with the other pending lines, in `seq`
+    order, which is the order each agent sent its requests."""
+
+    __slots__ = ("body", "digest", "head", "messages", "new", "purpose")
+
+    def __init__(self, digest: RequestDigest, request: ProviderRequest, body: bool) -> None:
+        self.digest, self.purpose, self.messages = digest, request.purpose, len(request.messages)
+        self.head, self.new = digest.take(request)
+        self.body = msgspec.Raw(codec.encode(request)) if body else None
+
+    def data(self) -> dict[str, object]:
+        sha256, size = self.digest.add(self.head, self.new)
+        data: dict[str, object] = {
+            "purpose": self.purpose,
+            "messages": self.messages,
+            "bytes": size,
+            "sha256": sha256,
+        }
+        if self.body is not None:
+            data["body"] = self.body
+        return data
+
+
+def _enc_hook(value: Any) -> Any:
+    if type(value) is _RequestLine:
+        return value.data()
+    return codec.enc_hook(value)
+
+
+_encoder = msgspec.json.Encoder(enc_hook=_enc_hook)
 
 
 class Tracer:
-    """Thread-safe JSONL writer shared by an agent and its sub-agents. Lines are buffered
-    and written on commands, questions, turn ends and close, so tracing a token flood
-    stays cheap (bench/bench_replay.py). `bodies`: provider requests are written whole
-    (`--trace-bodies`)."""
+    """Thread-safe JSONL writer shared by an agent and its sub-agents. A line is kept as
+    it is and encoded with the others at the next flush point (a command, a question,
+    a turn's end, a reply, a note, close, or 256 lines): that keeps a traced round
+    within a few percent of an untraced one (bench/bench_replay.py). Encoding later is
+    sound because what is traced is a value: events, commands and stream items are
+    frozen structs, and the loop hands fresh dicts it never touches again.
+    `bodies`: provider requests are written whole (`--trace-bodies`)."""
 
     def __init__(self, path: Path | str, *, bodies: bool = False) -> None:
         self._file: IO[bytes] = open(path, "ab")  # noqa: SIM115 - closed by close()
         self._open = True
         self._lock = threading.Lock()
         self._seq = 0
-        self._buffer = bytearray()
+        self._pending: list[_Line] = []
         self._threads = threading.local()
         self.bodies = bodies
 
-    def command(self, agent: str, turn: int, command: Any) -> None:
-        """Before the command takes effect (a Cancel sorts before what it causes)."""
-        self.line("command", agent, turn, command, flush=True)
-
-    def event(self, agent: str, turn: int, event: T, put: Callable[[T], object]) -> None:
-        """Number the event and put it on its channel in one step (see the module doc)."""
-        self.line("event", agent, turn, event, put, flush=type(event) in _FLUSHED)
+    def request(
+        self, agent: str, turn: int, request: ProviderRequest, digest: RequestDigest
+    ) -> None:
+        """A request's hash and size (and with `--trace-bodies` the request itself), made
+        when the line is written: two requests with the same hash sent the same thing."""
+        self.line("request", agent, turn, _RequestLine(digest, request, self.bodies))
 
     def note(self, agent: str, turn: int, kind: str, detail: str) -> None:
         self.line("note", agent, turn, {"type": kind, "detail": detail})
@@ -87,39 +121,42 @@ class Tracer:
         turn: int,
         value: Any,
         put: Callable[[Any], object] | None = None,
-        *,
-        flush: bool | None = None,
     ) -> None:
-        """A line of any kind; `put` puts `value` on its channel under the same lock.
-        `flush` None: replies and notes are written at once, the rest when it suits."""
+        """A line of any kind. An event: `put` puts it on its channel under the same lock
+        (see the module doc). A command: before it takes effect (a Cancel sorts before
+        what it causes). Commands, replies, notes, questions and ends are written at
+        once, the rest when it suits."""
         threads = self._threads
         try:
             thread = threads.name
         except AttributeError:  # this thread's first line
             thread = threads.name = threading.current_thread().name
         with self._lock:
-            self._seq += 1
+            self._seq = seq = self._seq + 1
             if put is not None:
                 put(value)
             if not self._open:
                 return
-            line = _Line(self._seq, time.monotonic(), thread, agent, turn, direction, value)
-            buffer = self._buffer
-            _encoder.encode_into(line, buffer, -1)
-            buffer += b"\n"
-            if flush is None:
-                flush = direction in _FLUSHED_LINES
-            if flush or len(buffer) > _BUFFER:
-                self._file.write(buffer)
-                self._file.flush()
-                buffer.clear()
+            pending = self._pending
+            pending.append(_Line(seq, time.monotonic(), thread, agent, turn, direction, value))
+            if direction in _FLUSHED_LINES or type(value) in _FLUSHED or len(pending) >= _PENDING:
+                self._write()
+
+    def _write(self) -> None:
+        """The pending lines, encoded in one call (under the lock). They are dropped even
+        when that fails, so that one failure is not raised again at every line."""
+        try:
+            self._file.write(_encoder.encode_lines(self._pending))
+            self._file.flush()
+        finally:
+            self._pending.clear()
 
     def close(self) -> None:
         with self._lock:
             if self._open:
                 self._open = False
-                self._file.write(self._buffer)
-                self._buffer.clear()
+                if self._pending:
+                    self._write()
                 self._file.close()
 
     @staticmethod
@@ -129,54 +166,61 @@ class Tracer:
             return [msgspec.json.decode(line) for line in handle if line.strip()]
 
 
+Head = tuple[str, tuple[ToolSpec, ...], str]
+"""What a request says besides its messages: system prompt, tools, purpose."""
+
+
 class RequestDigest:
     """The sha256 and size of each request of one agent (each has its own: sub-agents
     run on threads of their own), without encoding the whole history for every round
-    (that made tracing double the cost of a round at 1,000 rounds): each message is
-    encoded and hashed once, into one running hash of the view, and a request's hash
-    continues the hash of its system prompt, tools and purpose (kept while they stay the
-    same objects) with the view's. Equal hashes, equal requests; `bytes` is the sum of the
-    parts' JSON."""
+    (that made tracing double the cost of a round at 1,000 rounds): one running hash
+    over the head (system prompt, tools, purpose), then each message as it joined the
+    view, each encoded and hashed once. A request's hash is that running hash's digest;
+    it starts again when the head changes or a compaction swaps the view. Equal hashes,
+    equal requests; `bytes` is the sum of the parts' JSON.
+
+    `take` (cheap, when the request is sent) says what is new; `add` (when the line is
+    written, in the same order) hashes it."""
 
     def __init__(self) -> None:
-        self._ids: list[int] = []  # the messages hashed into `_view`, in order
-        self._view = hashlib.sha256()
+        self._head: Head | None = None
+        self._count = 0  # messages already taken, and the ids of the first and last
+        self._first = self._last = -1
+        self._hash: Any = None
         self._size = 0
-        self._head: tuple[tuple[object, object, str], Any, int] | None = None
 
     def digest(self, request: ProviderRequest) -> tuple[str, int]:
-        messages, ids = request.messages, self._ids
-        kept = len(ids)
-        if kept > len(messages) or (
-            kept and (ids[0] != messages[0].id or ids[-1] != messages[kept - 1].id)
-        ):
-            ids.clear()  # a compaction swapped the view: start again
-            self._view, self._size, kept = hashlib.sha256(), 0, 0
-        view = self._view
-        for message in messages[kept:]:
-            body = codec.encode(message)
-            view.update(body)
-            self._size += len(body)
-            ids.append(message.id)
-        head, head_size = self._head_of(request)
-        whole = head.copy()
-        whole.update(view.digest())
-        return whole.hexdigest(), self._size + head_size
+        return self.add(*self.take(request))
 
-    def _head_of(self, request: ProviderRequest) -> tuple[Any, int]:
-        """The hash state after the system prompt, tools and purpose, made again only when
-        one of them changed (the loop hands the same objects while nothing did)."""
-        system, tools, purpose = request.system, request.tools, request.purpose
-        cached = self._head
-        if cached is not None:
-            (old_system, old_tools, old_purpose), state, size = cached
-            if (
-                (old_system is system or old_system == system)
-                and (old_tools is tools or old_tools == tools)
-                and old_purpose == purpose
-            ):
-                return state, size
-        encoded = codec.encode((system, tools, purpose))
-        state = hashlib.sha256(encoded)
-        self._head = ((system, tools, purpose), state, len(encoded))
-        return state, len(encoded)
+    def take(self, request: ProviderRequest) -> tuple[Head | None, tuple[Message, ...]]:
+        """The head when the hash starts again (else None), and the new messages."""
+        messages, count = request.messages, self._count
+        head = self._head
+        if (
+            head is None
+            or count > len(messages)
+            or (count and (messages[0].id != self._first or messages[count - 1].id != self._last))
+            or not (request.system is head[0] or request.system == head[0])
+            or not (request.tools is head[1] or request.tools == head[1])
+            or request.purpose != head[2]
+        ):
+            head = self._head = (request.system, request.tools, request.purpose)
+            count = 0
+        else:
+            head = None
+        if messages:
+            self._count, self._first, self._last = len(messages), messages[0].id, messages[-1].id
+        else:
+            self._count = 0
+        return head, messages[count:]
+
+    def add(self, head: Head | None, new: tuple[Message, ...]) -> tuple[str, int]:
+        if head is not None:
+            encoded = codec.encode(head)
+            self._hash, self._size = hashlib.sha256(encoded), len(encoded)
+        running = self._hash
+        for message in new:
+            body = codec.encode(message)
+            running.update(body)
+            self._size += len(body)
+        return running.copy().hexdigest(), self._size

@@ -254,7 +254,7 @@ class PlanRunner:
         """Put out an event of the runner's own (the agent's loop traces its own events):
         traced as agent "plan", numbered in the same step as it is put out."""
         if self._tracer is not None:
-            self._tracer.event(TRACE_NAME, self._turn, event, self._out.put)
+            self._tracer.line("event", TRACE_NAME, self._turn, event, self._out.put)
         else:
             self._out.put(event)
 
