@@ -113,6 +113,41 @@ def test_copies_a_killed_session_left_are_removed_and_a_live_ones_kept(tmp_path:
     assert live.exists()
 
 
+def test_a_planted_name_for_the_copy_is_refused_and_its_target_left_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The copy's name is guessable (pid and a counter): whatever already has it, a
+    symlink to a file of the user's, a dangling symlink or a plain file, is neither
+    followed nor overwritten, and the snapshot fails with a clear error."""
+    import itertools
+
+    from codecoder.checkpoints import objects as module
+    from codecoder.checkpoints.objects import StoreError
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "a.txt").write_text("a\n")
+    store = tmp_path / "store"
+    objects = ObjectStore(workspace, store)
+    objects.tree_of(objects.index_now())
+    victim = tmp_path / "victim"
+    victim.write_text("mine\n")
+    plants = {
+        "symlink": lambda name: name.symlink_to(victim),
+        "dangling": lambda name: name.symlink_to(tmp_path / "nowhere"),
+        "file": lambda name: name.write_text("planted\n"),
+    }
+    for number, (kind, plant) in enumerate(plants.items(), start=100):
+        monkeypatch.setattr(module, "_copies", itertools.count(number))
+        name = store / f"index.before-{os.getpid()}-{number}"
+        plant(name)
+        with pytest.raises(StoreError, match="cannot make"):
+            objects.index_now()
+        assert victim.read_text() == "mine\n", kind
+        assert not (tmp_path / "nowhere").exists(), kind
+    assert (store / f"index.before-{os.getpid()}-102").read_text() == "planted\n"
+
+
 def test_changes_since_a_kept_index_equal_changes_since_its_tree(tmp_path: Path) -> None:
     """The copy stands for the tree it would have written then: diffing against its tree,
     written later, gives what diffing against a tree written at once gives."""

@@ -59,6 +59,27 @@ _copies = itertools.count()
 """Numbers the index copies of this process (`index_now`)."""
 
 
+def _copy_new(source: Path, target: Path) -> None:
+    """Copy into a file made here and now: a name already taken (a symlink planted to
+    send our write elsewhere, or any file) is refused, and neither end is followed if it
+    is a symlink."""
+    flags = os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        src = os.open(source, os.O_RDONLY | flags)
+    except OSError as exc:
+        raise StoreError(f"cannot read the checkpoint index {source}: {exc.strerror}") from exc
+    try:
+        try:
+            dst = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | flags, 0o600)
+        except OSError as exc:
+            raise StoreError(f"cannot make {target}: {exc.strerror}") from exc
+        with open(src, "rb", closefd=False) as reader, open(dst, "wb") as writer:
+            while chunk := reader.read(1 << 20):
+                writer.write(chunk)
+    finally:
+        os.close(src)
+
+
 class StoreError(Exception):
     """The object store cannot be used (no git, a full disk, a damaged store)."""
 
@@ -170,11 +191,9 @@ class ObjectStore:
         instead of two (`run_command`'s snapshot before it is on the turn's path; the tree
         is written while the command runs, off it). The caller holds `locked`. A cancel
         kills git at once, a large tree takes seconds (raises Cancelled)."""
-        import shutil
-
         self.git("add", "--all", "--", ".", cancel=cancel)
         copy = self.dir / f"index.before-{os.getpid()}-{next(_copies)}"
-        shutil.copyfile(self.dir / "index", copy)
+        _copy_new(self.dir / "index", copy)
         return copy
 
     def tree_of(self, index: Path) -> str:
