@@ -4,16 +4,13 @@
 then a cancelled turn (tests/daemon/node/client.mjs). The SDK checks what it receives
 against its own zod schema, so an update it refused would be missing from its summary.
 
-The SDK comes from `npm ci` in tests/daemon/node (CI does it, see .ci/run); when that
-folder has no node_modules, it is installed once into pytest's cache folder. Without
-node or npm, or when the install fails (offline), the test is skipped and says why."""
+The SDK comes from `npm ci` in tests/daemon/node (CI does it, see .ci/run) or, failing
+that, from pytest's cache folder (tests/node_packages.py)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.daemon.acp_peer import write_script
+from tests.node_packages import installed
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -32,33 +30,7 @@ SDK = Path("node_modules") / "@agentclientprotocol" / "sdk" / "package.json"
 @pytest.fixture(scope="session")
 def node_client(request: pytest.FixtureRequest) -> Path:
     """The folder to run client.mjs in, its SDK installed; skips when that cannot be."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip("node and npm are needed for the official TypeScript ACP client")
-    if (NODE_DIR / SDK).is_file():
-        return NODE_DIR
-    lock = (NODE_DIR / "package-lock.json").read_bytes()
-    key = hashlib.sha256(lock).hexdigest()[:16]
-    folder = Path(request.config.cache.mkdir(f"acp-node-client-{key}"))
-    for name in FILES:
-        shutil.copyfile(NODE_DIR / name, folder / name)
-    if not (folder / SDK).is_file():
-        try:
-            done = subprocess.run(
-                [npm, "ci", "--no-audit", "--no-fund", "--fetch-retries=1"],
-                cwd=folder,
-                capture_output=True,
-                text=True,
-                timeout=240,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            pytest.skip("npm ci took more than 240 s (offline?): the Node ACP client is absent")
-        if done.returncode != 0:
-            lines = [line for line in done.stderr.splitlines() if "log of this run" not in line]
-            reason = " / ".join(lines[:2]) or f"exit status {done.returncode}"
-            pytest.skip(f"npm ci failed (offline?), the Node ACP client is absent: {reason}")
-    return folder
+    return installed(request, NODE_DIR, SDK, what="the official TypeScript ACP client", files=FILES)
 
 
 def test_the_official_typescript_client_drives_a_turn_and_a_cancel(

@@ -4,15 +4,12 @@
   stdio;
 - `@modelcontextprotocol/server-everything` (npm, pinned by tests/mcp/node/
   package-lock.json) over stdio and streamable HTTP. CI runs `npm ci` in tests/mcp/node
-  (.ci/run); otherwise it is installed once into pytest's cache folder. Without node or
-  npm, or when the install fails (offline), its tests are skipped and say why.
+  (.ci/run); otherwise it comes from pytest's cache folder (tests/node_packages.py).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -29,6 +26,7 @@ from codecoder.kernel.events import AgentEvent
 from codecoder.kernel.ports import ToolContext
 from codecoder.mcp.config import Selection, ServerSpec
 from codecoder.mcp.manager import McpManager
+from tests.node_packages import installed
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
 EVERYTHING = Path("node_modules/@modelcontextprotocol/server-everything/dist/index.js")
@@ -52,31 +50,9 @@ def time_spec(**fields: Any) -> ServerSpec:
 @pytest.fixture(scope="session")
 def everything(request: pytest.FixtureRequest) -> Path:
     """The server-everything entry point (dist/index.js); skips when it cannot be had."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip("node and npm are needed for @modelcontextprotocol/server-everything")
-    if (NODE_DIR / EVERYTHING).is_file():
-        return NODE_DIR / EVERYTHING
-    lock = (NODE_DIR / "package-lock.json").read_bytes()
-    folder = Path(request.config.cache.mkdir(f"mcp-node-{hashlib.sha256(lock).hexdigest()[:16]}"))
-    for name in ("package.json", "package-lock.json"):
-        shutil.copyfile(NODE_DIR / name, folder / name)
-    if not (folder / EVERYTHING).is_file():
-        try:
-            done = subprocess.run(
-                [npm, "ci", "--no-audit", "--no-fund", "--fetch-retries=1"],
-                cwd=folder,
-                capture_output=True,
-                text=True,
-                timeout=300,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            pytest.skip("npm ci took more than 300 s (offline?): server-everything is absent")
-        if done.returncode != 0:
-            lines = [line for line in done.stderr.splitlines() if "log of this run" not in line]
-            reason = " / ".join(lines[:2]) or f"exit status {done.returncode}"
-            pytest.skip(f"npm ci failed (offline?), server-everything is absent: {reason}")
+    folder = installed(
+        request, NODE_DIR, EVERYTHING, what="@modelcontextprotocol/server-everything"
+    )
     return folder / EVERYTHING
 
 
