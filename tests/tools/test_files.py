@@ -447,3 +447,33 @@ def test_schemas_carry_field_descriptions() -> None:
 def test_a_nul_byte_in_a_path_is_an_error_result(ctx: ToolContext) -> None:
     status, text = run(ReadFile(), ctx, path="a\0b")
     assert status == "error" and "invalid path" in text
+
+
+def test_the_session_store_in_use_is_not_opened_by_file_tools(
+    workspace: Path, ctx: ToolContext
+) -> None:
+    """Opening and closing a file in this process drops every POSIX lock SQLite holds on
+    it: a read_file of the session store (a session in the home folder has it inside the
+    workspace) would leave our connection unprotected. The store, its WAL and shared
+    memory files are refused under any name (a symlink, a hard link); once the store is
+    closed the file is only a binary file again."""
+    from codecoder.sessions import SessionStore
+
+    data = workspace / "data"
+    data.mkdir()
+    store = SessionStore(data / "sessions.sqlite3")
+    store.create(workspace, "model")
+    (workspace / "link").symlink_to(data / "sessions.sqlite3")
+    os.link(data / "sessions.sqlite3", workspace / "hard")
+    names = ["data/sessions.sqlite3", "data/sessions.sqlite3-wal", "link", "hard"]
+    assert (data / "sessions.sqlite3-wal").exists()
+    for name in names:
+        status, text = run(ReadFile(), ctx, path=name)
+        assert status == "error" and "session store" in text, name
+    status, text = run(WriteFile(), ctx, path="hard", content="x")
+    assert status == "error" and "session store" in text
+    status, text = run(EditFile(), ctx, path="link", old_text="SQLite", new_text="x")
+    assert status == "error" and "session store" in text
+    store.close()
+    status, text = run(ReadFile(), ctx, path="hard")
+    assert status == "error" and "session store" not in text  # binary, that is all

@@ -35,7 +35,7 @@ from typing import Self
 
 import msgspec
 
-from codecoder import paths
+from codecoder import boundary, paths
 from codecoder.kernel.codec import encode
 from codecoder.kernel.events import Usage
 from codecoder.kernel.messages import Message
@@ -79,6 +79,7 @@ class SessionStore:
 
     def __init__(self, path: Path | str | None = None, *, checkpoint_every: int = 1000) -> None:
         self.path = Path(path) if path is not None else paths.sessions_db()
+        boundary.own_database(self.path)
         self._local = threading.local()
         self._lock = threading.Lock()
         self._connections: weakref.WeakSet[_Connection] = weakref.WeakSet()
@@ -92,6 +93,8 @@ class SessionStore:
         """Close every connection of this store; call it once its threads are done."""
         self._checkpointer.close()
         with self._lock:
+            if not self._closed:
+                boundary.release_database(self.path)
             self._closed = True
             connections = list(self._connections)
         for conn in connections:

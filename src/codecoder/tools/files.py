@@ -22,7 +22,7 @@ from typing import Annotated, BinaryIO, TypeVar
 
 import msgspec
 
-from codecoder.boundary import resolve
+from codecoder.boundary import is_own_database, resolve
 from codecoder.kernel.messages import ToolResult, tool_result
 from codecoder.kernel.ports import Risk, ToolContext
 from codecoder.tools.base import TypedTool
@@ -88,6 +88,11 @@ def regular_file(ctx: ToolContext, path: Path, *, must_exist: bool = True) -> os
         raise Refused(f"{shown} is a directory; use list_dir to see what it holds")
     if not stat.S_ISREG(info.st_mode):
         raise Refused(f"{shown} is not a regular file")
+    if is_own_database(info):
+        raise Refused(
+            f"{shown} is CodeCoder's own session store, in use by this session: file tools "
+            "do not open it (use `codecoder sessions`, or sqlite3 through run_command)"
+        )
     return info
 
 
