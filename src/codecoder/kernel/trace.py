@@ -184,8 +184,9 @@ class RequestDigest:
     it starts again when the head changes or a compaction swaps the view. Equal hashes,
     equal requests; `bytes` is the sum of the parts' JSON.
 
-    `take` (cheap, when the request is sent) says what is new; `add` (when the line is
-    written, in the same order) hashes it."""
+    `take` (cheap, when the request is sent, on the agent's thread) says what is new;
+    `add` (when the line is written, in the same order, under the tracer's lock on
+    whichever thread writes) hashes it. The two share no field."""
 
     def __init__(self) -> None:
         self._head: Head | None = None
