@@ -109,7 +109,7 @@ def test_what_a_waiting_agent_has_done_is_on_disk_before_it_asks(
     tmp_path: Path, start_agent: Start
 ) -> None:
     """Lines are encoded and written at the flush points only: a question, a turn's end.
-    Whoever reads the trace while the agent waits for an answer sees every line up to
+    Whoever reads the trace as soon as the question arrives sees every line up to
     the question, in order, the rounds before it included."""
     path = tmp_path / "trace.jsonl"
     tracer = Tracer(path)

@@ -124,9 +124,11 @@ class Tracer:
         put: Callable[[Any], object] | None = None,
     ) -> None:
         """A line of any kind. An event: `put` puts it on its channel under the same lock
-        (see the module doc). A command: before it takes effect (a Cancel sorts before
-        what it causes). Commands, replies, notes, questions and ends are written at
-        once, the rest when it suits."""
+        (see the module doc), and always, even when writing the trace fails. A command:
+        before it takes effect (a Cancel sorts before what it causes). Commands, replies,
+        notes, questions and ends are written at once, before the event is put: a client
+        that reads the trace when it is asked something or told a turn ended finds
+        every line up to that one. The rest is written when it suits."""
         threads = self._threads
         try:
             thread = threads.name
@@ -136,15 +138,18 @@ class Tracer:
         lock.acquire()  # not `with`: it costs twice as much, on every event (micro-timed)
         try:
             self._seq = seq = self._seq + 1
+            if self._open:
+                pending = self._pending
+                pending.append(_Line(seq, _monotonic(), thread, agent, turn, direction, value))
+                if (
+                    direction in _FLUSHED_LINES
+                    or type(value) in _FLUSHED
+                    or len(pending) >= _PENDING
+                ):
+                    self._write()  # before the put: whoever the event wakes reads it all
+        finally:
             if put is not None:
                 put(value)
-            if not self._open:
-                return
-            pending = self._pending
-            pending.append(_Line(seq, _monotonic(), thread, agent, turn, direction, value))
-            if direction in _FLUSHED_LINES or type(value) in _FLUSHED or len(pending) >= _PENDING:
-                self._write()
-        finally:
             lock.release()
 
     def _write(self) -> None:
