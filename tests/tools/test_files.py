@@ -449,31 +449,63 @@ def test_a_nul_byte_in_a_path_is_an_error_result(ctx: ToolContext) -> None:
     assert status == "error" and "invalid path" in text
 
 
-def test_the_session_store_in_use_is_not_opened_by_file_tools(
-    workspace: Path, ctx: ToolContext
+def test_no_file_tool_nor_its_checkpoint_drops_a_lock_on_the_session_store(
+    workspace: Path, ctx: ToolContext, tmp_path: Path
 ) -> None:
-    """Opening and closing a file in this process drops every POSIX lock SQLite holds on
-    it: a read_file of the session store (a session in the home folder has it inside the
-    workspace) would leave our connection unprotected. The store, its WAL and shared
-    memory files are refused under any name (a symlink, a hard link); once the store is
-    closed the file is only a binary file again."""
+    """The whole class, measured by the lock itself: this process holds a POSIX lock on
+    a byte of the session store, and after read_file, write_file and edit_file (with
+    the checkpoints taken around them, which read the file before the tool runs) on
+    every name a hostile model could use for the store (its path, WAL, shared memory, a
+    symlink, a hard link, /proc/self/fd/N), another process still cannot take it. Once
+    the store is closed the file is only a binary file again."""
+    import fcntl
+    import subprocess
+    import sys
+
+    from codecoder.checkpoints.objects import ObjectStore
+    from codecoder.checkpoints.record import Checkpoints, CheckpointSink, checkpointed
     from codecoder.sessions import SessionStore
 
     data = workspace / "data"
     data.mkdir()
-    store = SessionStore(data / "sessions.sqlite3")
+    db = data / "sessions.sqlite3"
+    store = SessionStore(db)
     store.create(workspace, "model")
-    (workspace / "link").symlink_to(data / "sessions.sqlite3")
-    os.link(data / "sessions.sqlite3", workspace / "hard")
-    names = ["data/sessions.sqlite3", "data/sessions.sqlite3-wal", "link", "hard"]
-    assert (data / "sessions.sqlite3-wal").exists()
-    for name in names:
-        status, text = run(ReadFile(), ctx, path=name)
-        assert status == "error" and "session store" in text, name
-    status, text = run(WriteFile(), ctx, path="hard", content="x")
-    assert status == "error" and "session store" in text
-    status, text = run(EditFile(), ctx, path="link", old_text="SQLite", new_text="x")
-    assert status == "error" and "session store" in text
-    store.close()
+    (workspace / "link").symlink_to(db)
+    os.link(db, workspace / "hard")
+    held = os.open(db, os.O_RDWR)
+    fcntl.lockf(held, fcntl.LOCK_SH, 1, 0)  # byte 0; SQLite locks bytes at 1 GiB
+    probe = (
+        "import fcntl, os, sys\n"
+        "fd = os.open(sys.argv[1], os.O_RDWR)\n"
+        "try:\n    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)\n"
+        "except OSError:\n    sys.exit(3)\n"
+    )
+
+    def still_locked() -> bool:
+        return subprocess.run([sys.executable, "-c", probe, str(db)], check=False).returncode == 3
+
+    sink = CheckpointSink(save=lambda *args: None)
+    kept = Checkpoints(ObjectStore(workspace, tmp_path / "cp"), sink)
+    tools = {t.name: t for t in checkpointed([ReadFile(), WriteFile(), EditFile()], kept)}
+    names = ["data/sessions.sqlite3", "link", "hard", f"/proc/self/fd/{held}"]
+    names += [f"data/{n}" for n in ("sessions.sqlite3-wal", "sessions.sqlite3-shm")]
+    assert all((workspace / n).exists() for n in names[-2:])
+    try:
+        assert still_locked()
+        for name in names:
+            calls = {
+                "read_file": {"path": name},
+                "write_file": {"path": name, "content": "x"},
+                "edit_file": {"path": name, "old_text": "SQLite", "new_text": "x"},
+            }
+            for tool, args in calls.items():
+                status, text = run(tools[tool], ctx, **args)
+                assert status == "error" and "session store" in text, (tool, name, text)
+                assert still_locked(), (tool, name)
+    finally:
+        kept.close()
+        os.close(held)
+        store.close()
     status, text = run(ReadFile(), ctx, path="hard")
     assert status == "error" and "session store" not in text  # binary, that is all

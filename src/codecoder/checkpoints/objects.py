@@ -42,6 +42,7 @@ from pathlib import Path
 import msgspec
 
 from codecoder import paths
+from codecoder.boundary import is_own_database
 from codecoder.kernel.cancel import Cancelled, CancelToken
 from codecoder.tools.environment import add_git_safety, git_ceiling, repository_top
 
@@ -63,21 +64,17 @@ def _copy_new(source: Path, target: Path) -> None:
     """Copy into a file made here and now: a name already taken (a symlink planted to
     send our write elsewhere, or any file) is refused, and neither end is followed if it
     is a symlink."""
+    import shutil
+
     flags = os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        src = os.open(source, os.O_RDONLY | flags)
+        with (
+            open(os.open(source, os.O_RDONLY | flags), "rb") as reader,
+            open(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | flags, 0o600), "wb") as out,
+        ):
+            shutil.copyfileobj(reader, out)
     except OSError as exc:
-        raise StoreError(f"cannot read the checkpoint index {source}: {exc.strerror}") from exc
-    try:
-        try:
-            dst = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | flags, 0o600)
-        except OSError as exc:
-            raise StoreError(f"cannot make {target}: {exc.strerror}") from exc
-        with open(src, "rb", closefd=False) as reader, open(dst, "wb") as writer:
-            while chunk := reader.read(1 << 20):
-                writer.write(chunk)
-    finally:
-        os.close(src)
+        raise StoreError(f"cannot make {target} from {source}: {exc.strerror}") from exc
 
 
 class StoreError(Exception):
@@ -164,6 +161,8 @@ class ObjectStore:
         if stat.S_ISLNK(info.st_mode):
             data, mode = os.fsencode(os.readlink(path)), "120000"
         elif stat.S_ISREG(info.st_mode):
+            if is_own_database(info):  # opening it here would drop SQLite's locks
+                raise StoreError(f"{path} is the session store in use; it is not read")
             data = path.read_bytes()
             mode = "100755" if info.st_mode & stat.S_IXUSR else "100644"
         else:
