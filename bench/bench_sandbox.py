@@ -11,8 +11,9 @@
 - building that command line: the scan for protected folders and the masks, in the small
   workspace and in this repository (with its .venv: thousands of folders), first scan
   and later ones (listings cached by mtime);
-- the 20-round echo loop of bench_providers (`codecoder exec`, full-auto, the chat wire)
-  with `--sandbox workspace-write` and `--sandbox off`, alternated: wall per round as
+- the 20-round echo loop of bench_providers (`codecoder exec`, full-auto, the chat wire),
+  and the same loop writing a file (`echo … > round.txt`), each with `--sandbox
+  workspace-write` and `--sandbox off`, alternated: wall per round as
   (20-round run - one-reply run) / 20, and first → 21st request / 20 as the server saw it;
   and CPU per round the same way, from the rusage of `codecoder exec` and everything it
   ran (bwrap and the commands included).
@@ -143,15 +144,19 @@ def folders(root: Path) -> int:
     return sum(1 for _ in os.walk(root))
 
 
-def echo_loops(loops: int, root: Path) -> dict[str, dict[str, list[float]]]:
-    """bench_providers' one-reply run and 20-round echo loop on the chat wire, with the
-    sandbox on and off, alternated."""
+LINES = {"echo": "echo round {i}", "echo > file": "echo round {i} > round.txt"}
+"""The loops' commands: bench_providers' echo, a line that only reads (run read-only,
+no checkpoint, with the sandbox on), and one that writes a file of the workspace."""
+
+
+def echo_loops(loops: int, root: Path, line: str) -> dict[str, dict[str, list[float]]]:
+    """bench_providers' one-reply run and 20-round loop of `line` on the chat wire, with
+    the sandbox on and off, alternated."""
     results: dict[str, dict[str, list[float]]] = {
         mode: {"one": [], "run": [], "loop": []} for mode in ("workspace-write", "off")
     }
     with WireServer() as server, Launcher(root) as launcher:
-        workspace = root / "ws"
-        workspace.mkdir()
+        workspace = Path(tempfile.mkdtemp(prefix="ws-", dir=root))
         subprocess.run(["git", "init", "-q", str(workspace)], check=True)
         target = Target(DEV_EXE, bench_env(root, server.url), workspace, launcher)
         for trial in range(loops * 2 + 2):
@@ -160,7 +165,7 @@ def echo_loops(loops: int, root: Path) -> dict[str, dict[str, list[float]]]:
             server.enqueue(Reply(parts=(Text("The answer is 42."),)))
             one = target.run("chat", *extra)
             for i in range(20):
-                args = json.dumps({"command": f"echo round {i}"})
+                args = json.dumps({"command": line.format(i=i)})
                 server.enqueue(Reply(parts=(Call("run_command", args, id=f"call_{i}"),)))
             server.enqueue(Reply(parts=(Text("done"),)))
             run = target.run("chat", *extra)
@@ -173,17 +178,16 @@ def echo_loops(loops: int, root: Path) -> dict[str, dict[str, list[float]]]:
     return results
 
 
-def echo_cpu(loops: int, root: Path) -> dict[str, float]:
-    """CPU per round of the echo loop: (20-round run - one-reply run) / 20, from the
+def echo_cpu(loops: int, root: Path, line: str) -> dict[str, float]:
+    """CPU per round of the loop of `line`: (20-round run - one-reply run) / 20, from the
     rusage of codecoder exec and all it ran, sandbox on and off alternated (medians)."""
     cpu: dict[str, dict[str, list[float]]] = {
         mode: {"one": [], "run": []} for mode in ("workspace-write", "off")
     }
     with WireServer() as server:
-        workspace = root / "ws-cpu"
-        workspace.mkdir()
+        workspace = Path(tempfile.mkdtemp(prefix="ws-cpu-", dir=root))
         subprocess.run(["git", "init", "-q", str(workspace)], check=True)
-        env = bench_env(root / "cpu", server.url)
+        env = bench_env(root / f"cpu-{workspace.name}", server.url)
         base = [DEV_EXE, "exec", "-m", "fake-chat/model", "-C", str(workspace)]
         for trial in range(loops * 2 + 2):
             mode = "workspace-write" if trial % 2 == 0 else "off"
@@ -193,7 +197,7 @@ def echo_cpu(loops: int, root: Path) -> dict[str, float]:
             subprocess.run(argv, env=env, check=True, capture_output=True)
             one = children_cpu() - before
             for i in range(20):
-                args = json.dumps({"command": f"echo round {i}"})
+                args = json.dumps({"command": line.format(i=i)})
                 server.enqueue(Reply(parts=(Call("run_command", args, id=f"call_{i}"),)))
             server.enqueue(Reply(parts=(Text("done"),)))
             before = children_cpu()
@@ -223,8 +227,8 @@ def main() -> None:
         spawn = spawn_cost(options.runs, workspace)
         commands = command_cost(options.runs // 2, workspace)
         layout = layout_cost(options.runs, workspace)
-        loops = echo_loops(options.loops, root)
-        loop_cpu = echo_cpu(options.loops, root)
+        loops = {name: echo_loops(options.loops, root, line) for name, line in LINES.items()}
+        loop_cpu = {name: echo_cpu(options.loops, root, line) for name, line in LINES.items()}
     started = statistics.median(spawn["bwrap"]) - statistics.median(spawn["plain"])
     print(f"plain `true`                : {summary(spawn['plain'])}")
     print(f"`bwrap … true`              : {summary(spawn['bwrap'])}")
@@ -238,15 +242,16 @@ def main() -> None:
     for name, values in layout.items():
         print(f"command line, {name:<14}: {summary(values)}")
     print(f"folders scanned: small workspace {counts[0]}, this repository {counts[1]}")
-    for mode, figures in loops.items():
-        one = statistics.median(figures["one"])
-        per_round = (statistics.median(figures["run"]) - one) / 20
-        in_loop = statistics.median(figures["loop"]) / 20
-        print(
-            f"echo loop, --sandbox {mode:<15}: {per_round:5.1f} ms per round (run - one-reply),"
-            f" {in_loop:5.1f} ms (first -> 21st request); one-reply run {one:6.1f} ms;"
-            f" CPU {loop_cpu[mode]:5.1f} ms per round"
-        )
+    for name, by_mode in loops.items():
+        for mode, figures in by_mode.items():
+            one = statistics.median(figures["one"])
+            per_round = (statistics.median(figures["run"]) - one) / 20
+            in_loop = statistics.median(figures["loop"]) / 20
+            print(
+                f"{name!r} loop, --sandbox {mode:<15}: {per_round:5.1f} ms per round (run -"
+                f" one-reply), {in_loop:5.1f} ms (first -> 21st request); one-reply run"
+                f" {one:6.1f} ms; CPU {loop_cpu[name][mode]:5.1f} ms per round"
+            )
 
 
 if __name__ == "__main__":

@@ -100,6 +100,18 @@ def test_read_only_mode_binds_the_workspace_read_only_and_nothing_writable() -> 
     assert not [m for m in found if m[0] == "--bind"]
 
 
+def test_read_only_mode_shows_the_extra_roots_read_only(tmp_path: Path) -> None:
+    """A session's extra roots under /tmp would vanish behind the private /tmp; a line
+    run read-only in a workspace-write session (tools/shell.py) may start in one."""
+    ws, extra = tmp_path / "ws", tmp_path / "extra"
+    confinement = Confinement("read-only", ws, extra_roots=(extra,))
+    argv = confinement.wrap(["true"], cwd=extra)
+    found = mounts(argv)
+    assert ("--ro-bind", str(extra), str(extra)) in found
+    assert not [m for m in found if m[0] == "--bind"]
+    assert argv[argv.index("--chdir") + 1] == str(extra)
+
+
 def test_protected_entries_and_masks_come_after_the_writable_bind() -> None:
     confinement = Confinement("workspace-write", Path("/home/u"), network=True)
     layout = Layout(

@@ -87,11 +87,40 @@ def test_the_network_is_decided_per_command() -> None:
     assert off is not None and not off.network
     assert asked == [("npm install", Path("/w/web")), ("make", Path("/w"))]
     everything = Sandbox("read-only", network=True, prober=answer)
-    confined = everything.confine(Path("/w"), command="make", writable=[Path("/x")])
+    confined = everything.confine(Path("/w"), command="make", extra_roots=[Path("/x")])
     assert confined is not None and confined.network
-    assert confined.writable == ()  # read-only mode writes nothing but /tmp
     everything.close()
     sandbox.close()
+
+
+def test_a_line_that_only_reads_runs_read_only_in_a_workspace_write_session() -> None:
+    """Decided per command line and only where the session runs workspace-write; the
+    extra roots stay in its view (read-only there) and the network is decided as ever."""
+    asked: list[tuple[str, Path]] = []
+
+    def reads_only(command: str, cwd: Path) -> bool:
+        asked.append((command, cwd))
+        return command.startswith("ls")
+
+    _, answer = prober(WORKS)
+    kwargs = {"reads_only": reads_only, "network_for": lambda c, w: "fetch" in c}
+    session = Sandbox("workspace-write", prober=answer, **kwargs)  # type: ignore[arg-type]
+    roots = [Path("/x")]
+    reading = session.confine(Path("/w"), command="ls fetch", cwd=Path("/w/s"), extra_roots=roots)
+    writing = session.confine(Path("/w"), command="make", extra_roots=roots)
+    assert reading is not None and writing is not None
+    assert (reading.mode, reading.reads_only, reading.network) == ("read-only", True, True)
+    assert (writing.mode, writing.reads_only) == ("workspace-write", False)
+    assert reading.extra_roots == writing.extra_roots == (Path("/x"),)
+    assert asked == [("ls fetch", Path("/w/s")), ("make", Path("/w"))]
+    read_only = Sandbox("read-only", prober=answer, **kwargs)  # type: ignore[arg-type]
+    plain = read_only.confine(Path("/w"), command="ls")
+    assert plain is not None and (plain.mode, plain.reads_only) == ("read-only", False)
+    assert len(asked) == 2  # nothing to decide where the session is read-only already
+    assert session.confine(Path("/w")) is not None  # no command line: the session's mode
+    assert len(asked) == 2
+    for sandbox in (session, read_only):
+        sandbox.close()
 
 
 def test_grep_children_are_confined_read_only_whenever_commands_are() -> None:

@@ -422,7 +422,15 @@ def _sandbox(options: AgentOptions, user_config: dict[str, Any], policy: RulePol
             network_for = NetworkAllow(allow, str(paths.config_dir() / "config.toml"), policy.scope)
         except ConfigError as exc:
             raise WiringError(str(exc)) from exc
-    sandbox = Sandbox(mode, approval=lambda: policy.mode, network=network, network_for=network_for)
+    from codecoder.permissions.writes import WritesNothing
+
+    sandbox = Sandbox(
+        mode,
+        approval=lambda: policy.mode,
+        network=network,
+        network_for=network_for,
+        reads_only=WritesNothing(policy.scope),
+    )
     try:
         sandbox.check()
     except SandboxUnavailable as exc:

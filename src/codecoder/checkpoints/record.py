@@ -14,7 +14,9 @@ that change files:
   meanwhile), and the next call that may change a file waits for it. Only the snapshots
   hold the object store's lock: commands run in parallel (sub-agents) and each records
   what changed between its two snapshots; a path already in the turn's checkpoint keeps
-  its first "before".
+  its first "before". A command the sandbox confines read-only (a read-only session, or
+  a line that only reads in a workspace-write one) takes none: it cannot change the
+  work tree (run_command decides it with the confinement, tools/shell.py).
 
 A file changed and changed back within a turn drops out; a turn with nothing left keeps
 no row. A failure to keep a checkpoint never fails the call: the model's work goes on,
@@ -246,6 +248,10 @@ class CheckpointedTool(ToolWrapper):
             return self.tool.run(args, ctx)
 
         if self.name in COMMAND_TOOLS:
+            from codecoder.tools.shell import RunCommand
+
+            if isinstance(self.tool, RunCommand):  # it knows whether the command can write
+                return self.tool.run(args, ctx, around=self.checkpoints.around_command)
             return self.checkpoints.around_command(call, ctx)
         path = args.get("path")
         if not isinstance(path, str) or "\0" in path:

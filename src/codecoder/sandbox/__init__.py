@@ -47,13 +47,14 @@ def wrap_argv(
     *,
     cwd: Path | None = None,
     network: bool = False,
-    writable: Sequence[Path] = (),
+    extra_roots: Sequence[Path] = (),
 ) -> list[str]:
     """`argv` as it runs in `mode` for `workspace` (unchanged for "off"): the same
-    confinement as `run_command`'s, for code that spawns commands of its own (plan
-    gates). `cwd` (default: the workspace) is where it starts inside; `writable` are
-    more folders it may write in `workspace-write`. Scans the workspace for protected
-    folders at each call. Raises SandboxUnavailable when bwrap does not work here."""
+    confinement as `run_command`'s, for code outside a session that spawns commands of
+    its own. `cwd` (default: the workspace) is where it starts inside; `extra_roots` are
+    more folders it may write in `workspace-write` (and read in `read-only`). Scans the
+    workspace for protected folders at each call. Raises SandboxUnavailable when bwrap
+    does not work here."""
     if mode == "off":
         return list(argv)
     from pathlib import Path
@@ -62,6 +63,6 @@ def wrap_argv(
     from codecoder.sandbox.probe import require
 
     confinement = Confinement(
-        mode, Path(workspace), network=network, writable=tuple(writable), bwrap=require()
+        mode, Path(workspace), network=network, extra_roots=tuple(extra_roots), bwrap=require()
     )
     return confinement.wrap(argv, cwd=cwd)

@@ -13,9 +13,9 @@ Order matters: bwrap applies its mounts one after another, later over earlier.
                                   /tmp (a venv or checkout there), which the private
                                   /tmp would hide from grep's Python engine
                                   (`runtime_under_tmp`)
-    masks around a writable root  (a workspace inside a masked folder shows through)
-    --bind W W                    each writable root (read-only mode: --ro-bind, so that
-                                  a workspace under /tmp is there at all)
+    masks around a root           (a workspace inside a masked folder shows through)
+    --bind W W                    the workspace and each extra root (read-only mode:
+                                  --ro-bind, so that one under /tmp is there at all)
     --ro-bind P P                 each protected entry inside a writable root
     the other masks               --perms 0000 --tmpfs DIR, --ro-bind /dev/null FILE
     --unshare-pid --die-with-parent --new-session --cap-drop ALL [--unshare-net]
@@ -39,28 +39,32 @@ ConfinedMode = Literal["workspace-write", "read-only"]
 class Layout(msgspec.Struct, frozen=True):
     """What was found on disk for one command: real paths."""
 
-    writable: tuple[str, ...]
+    roots: tuple[str, ...]
+    """The workspace and the extra roots: writable in workspace-write."""
     protected: tuple[str, ...] = ()
     masks: tuple[Mask, ...] = ()
     runtime: tuple[str, ...] = ()
 
 
 class Confinement(msgspec.Struct, frozen=True):
-    """How one command is confined: `mode`, its workspace and more `writable` folders
-    (workspace-write only), whether it has the network, and the bwrap to run."""
+    """How one command is confined: `mode`, its workspace and the session's other roots
+    (writable with it in workspace-write, there read-only in read-only), whether it has
+    the network, and the bwrap to run."""
 
     mode: ConfinedMode
     workspace: Path
     network: bool = False
-    writable: tuple[Path, ...] = ()
+    extra_roots: tuple[Path, ...] = ()
     bwrap: str = "bwrap"
     tmp: str | None = None
     """A folder of the host mounted as /tmp (the session's own); None: an empty one."""
+    reads_only: bool = False
+    """Read-only because the command line looked so, in a workspace-write session."""
 
     def roots(self) -> tuple[str, ...]:
-        """The real paths of the workspace and the other writable folders."""
+        """The real paths of the workspace and the extra roots."""
         found = [os.path.realpath(self.workspace)]
-        found += [os.path.realpath(path) for path in self.writable]
+        found += [os.path.realpath(path) for path in self.extra_roots]
         return tuple(dict.fromkeys(found))
 
     def layout(self, scan: FolderScan | None = None) -> Layout:
@@ -97,18 +101,18 @@ def build_argv(
     args += ["--bind", confinement.tmp, "/tmp"] if confinement.tmp else ["--tmpfs", "/tmp"]
     for path in layout.runtime:
         args += ["--ro-bind", path, path]
-    around = [m for m in layout.masks if any(_at_or_below(r, m.path) for r in layout.writable)]
+    around = [m for m in layout.masks if any(_at_or_below(r, m.path) for r in layout.roots)]
     for mask in around:
         args += _mask_args(mask)
     bind = "--bind" if confinement.mode == "workspace-write" else "--ro-bind"
-    for root in layout.writable:
+    for root in layout.roots:
         args += [bind, root, root]
     for path in layout.protected:
         args += ["--ro-bind", path, path]
     for mask in layout.masks:
         if mask not in around:
             args += _mask_args(mask)
-    writable = ("/tmp", *layout.writable) if confinement.mode == "workspace-write" else ("/tmp",)
+    writable = ("/tmp", *layout.roots) if confinement.mode == "workspace-write" else ("/tmp",)
     if tmpdir and not any(_at_or_below(os.path.realpath(tmpdir), w) for w in writable):
         args += ["--setenv", "TMPDIR", "/tmp"]  # theirs would be read-only here
     args += _NAMESPACES

@@ -48,6 +48,12 @@ def failure_hint(output: str, confinement: Confinement, masked: tuple[str, ...] 
     `masked` are the hidden places (real paths)."""
     text = output.lower()
     if "read-only file system" in text:
+        if confinement.reads_only:
+            return (
+                "[sandbox: the write was blocked; this command line looked read-only "
+                "(programs of the read-only list only), so it ran with only /tmp writable. "
+                f"{_ASK}]"
+            )
         where = (
             "the workspace (but not .git, .codecoder or folders shaped like a git "
             "directory) and /tmp"

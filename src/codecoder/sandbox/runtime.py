@@ -12,6 +12,12 @@ ACP client's `session/set_mode`):
   command runs unconfined and the run says so once (`take_notice`: a `status_update`
   the faces also print on stderr); the other approval modes run unconfined.
 
+A command line the permission layer's parser reads as writing nothing (`reads_only`:
+only commands of the read-only list, no redirection into a file) runs in `read-only`
+where the session runs `workspace-write`: it needs nothing writable, and a command that
+cannot write the workspace needs no checkpoint (tools/shell.py). A misread line loses
+rights, never gains them: it fails with "Read-only file system" and a hint saying why.
+
 The network is on for every command with `network`, else for the commands `network_for`
 allows (`[sandbox] network_allow`, decided by the permission layer's parser); off for
 the rest.
@@ -54,6 +60,7 @@ class Sandbox:
         approval: Callable[[], str] = lambda: "ask",
         network: bool = False,
         network_for: Callable[[str, Path], bool] | None = None,
+        reads_only: Callable[[str, Path], bool] | None = None,
         bwrap: str | None = None,
         prober: Callable[[str | None], Probe] = probe,
     ) -> None:
@@ -61,6 +68,7 @@ class Sandbox:
         self.network = network
         self._approval = approval
         self._network_for = network_for
+        self._reads_only = reads_only
         self._bwrap = bwrap
         self._prober = prober
         self._scan = FolderScan()
@@ -110,25 +118,33 @@ class Sandbox:
         *,
         command: str | None = None,
         cwd: Path | None = None,
-        writable: Sequence[Path] = (),
+        extra_roots: Sequence[Path] = (),
     ) -> Confinement | None:
         """How `command` (in `cwd`) runs now: None when unconfined. Raises
         SandboxUnavailable when a mode was asked for and bwrap has stopped working."""
         mode = self.mode()
         if mode == "off":
             return None
+        where = cwd or workspace
+        reads_only = (
+            mode == "workspace-write"
+            and command is not None
+            and self._reads_only is not None
+            and self._reads_only(command, where)
+        )
         network = self.network or (
             command is not None
             and self._network_for is not None
-            and self._network_for(command, cwd or workspace)
+            and self._network_for(command, where)
         )
         return Confinement(
-            mode,
+            "read-only" if reads_only else mode,
             workspace,
             network=network,
-            writable=tuple(writable) if mode == "workspace-write" else (),
+            extra_roots=tuple(extra_roots),
             bwrap=self._path(),
             tmp=self._session_tmp(),
+            reads_only=reads_only,
         )
 
     def confine_search(self, workspace: Path) -> Confinement | None:

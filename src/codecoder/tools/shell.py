@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
     from codecoder.sandbox.runtime import Sandbox
 
 MAX_TIMEOUT = 600.0
+
+Around = Callable[[Callable[[], ToolResult], ToolContext], ToolResult]
+"""Something taken around a run that may change the workspace: (the run, its context)."""
 
 
 class RunCommandArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -80,23 +84,40 @@ class RunCommand(TypedTool[RunCommandArgs]):
         properties = {k: v for k, v in schema["properties"].items() if k != "sandbox"}
         return {**schema, "properties": properties}
 
+    def run(
+        self, args: dict[str, Any], ctx: ToolContext, *, around: Around | None = None
+    ) -> ToolResult:
+        """`around` is taken around a command that may change the workspace (the
+        session's checkpoints), decided with its confinement: a command confined
+        read-only cannot change it, so nothing is taken around it."""
+        return self._run(self.parse(args), ctx, around)
+
     def call(self, args: RunCommandArgs, ctx: ToolContext) -> ToolResult:
+        return self._run(args, ctx, None)
+
+    def _run(self, args: RunCommandArgs, ctx: ToolContext, around: Around | None) -> ToolResult:
         _check_command(args.command)
         cwd = _resolve_cwd(args.cwd, ctx)
         confinement = self._confinement(args, cwd, ctx)
-        try:
-            outcome = self.manager.run(
-                args.command,
-                cwd=cwd,
-                timeout=args.timeout,
-                cancel=ctx.cancel,
-                on_output=ctx.output,
-                workspace=ctx.workspace,
-                wrap=self.sandbox.wrapper(confinement, cwd) if self.sandbox else None,
-            )
-        except OSError as exc:
-            raise ToolFailure("crashed", f"could not start the command: {exc}") from exc
-        return _to_result(ctx.call_id, outcome, args.timeout, _hint(outcome, confinement))
+
+        def spawn() -> ToolResult:
+            try:
+                outcome = self.manager.run(
+                    args.command,
+                    cwd=cwd,
+                    timeout=args.timeout,
+                    cancel=ctx.cancel,
+                    on_output=ctx.output,
+                    workspace=ctx.workspace,
+                    wrap=self.sandbox.wrapper(confinement, cwd) if self.sandbox else None,
+                )
+            except OSError as exc:
+                raise ToolFailure("crashed", f"could not start the command: {exc}") from exc
+            return _to_result(ctx.call_id, outcome, args.timeout, _hint(outcome, confinement))
+
+        if around is None or (confinement is not None and confinement.mode == "read-only"):
+            return spawn()
+        return around(spawn, ctx)
 
     def _confinement(self, args: RunCommandArgs, cwd: Path, ctx: ToolContext) -> Confinement | None:
         """How this command runs (None: unconfined); says once when full-auto runs
@@ -107,7 +128,7 @@ class RunCommand(TypedTool[RunCommandArgs]):
 
         try:
             confinement = self.sandbox.confine(
-                ctx.workspace, command=args.command, cwd=cwd, writable=ctx.extra_roots
+                ctx.workspace, command=args.command, cwd=cwd, extra_roots=ctx.extra_roots
             )
         except SandboxUnavailable as exc:  # asked for, and bwrap stopped working: no run
             raise ToolFailure("crashed", f"the sandbox cannot run: {exc}") from exc
