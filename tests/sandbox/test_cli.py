@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from codecoder import paths
+from tests.checkpoints.helpers import git_on_path, undo
 from tests.procfs import alive
 
 from .conftest import needs_bwrap
@@ -125,6 +126,32 @@ def test_full_auto_confines_commands_by_default(tmp_path: Path, ws: Path) -> Non
     assert "[sandbox:" in second["content"]
     assert not (beside / "out.txt").exists()
     assert "without a sandbox" not in err
+
+
+@needs_bwrap
+def test_full_auto_checkpoints_the_lines_that_write_and_undo_restores_them(
+    tmp_path: Path, ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lines that only read run read-only and take no checkpoint (no git process of
+    ours around them); the line that writes does, and `undo` takes its change back."""
+    log = tmp_path / "git.log"
+    git_on_path(tmp_path / "bin", monkeypatch, f'echo "$1" >> {log}\n')
+    (ws / "README.md").write_text("hello\n")
+    replies = [
+        [call("run_command", command="cat README.md | wc -l; ls")],
+        [call("run_command", command="git status --short")],
+        [call("run_command", command="echo made > made.txt")],
+        ["done"],
+    ]
+    code, lines, err = run_exec(tmp_path, ws, replies, *FULL_AUTO)
+    assert code == 0, err
+    assert [line["status"] for line in finished(lines)] == ["success"] * 3
+    assert (ws / "made.txt").read_text() == "made\n"
+    ours = log.read_text().split()  # the confined commands' git is not ours: not logged
+    assert ours.count("add") == 2 and ours.count("diff-index") == 1, ours
+    assert undo(ws).returncode == 0
+    assert not (ws / "made.txt").exists()
+    assert (ws / "README.md").read_text() == "hello\n"
 
 
 def test_sandbox_off_runs_full_auto_unconfined(tmp_path: Path, ws: Path) -> None:
