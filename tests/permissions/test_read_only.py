@@ -126,6 +126,8 @@ NOT_PLAIN = [
     "git grep --open-f='touch x' -e hello",
     "sort -S 1K --compress-prog=sh README.md",
     "sort --outp=.git/hooks/pre-commit README.md",
+    "sort -S 1K -T . README.md",  # its temporary files go where -T says
+    "sort --temporary-dir=.git README.md",
     "git remote -v show http://127.0.0.1:9/x",
     "git remote -v add x http://127.0.0.1:9/x",
     "git branch --sort=refname new-branch",

@@ -75,6 +75,14 @@ WRITES = [
     "exec ls > f",
     "",
     "ls\u200b",  # a line the parser will not vouch for
+    "sort -S 1K -T . README.md",  # its temporary files go into the workspace
+    # whether something is writable: the read-only mount would change the answer
+    "test -w README.md && echo yes",
+    "[ -w README.md ] && echo yes",
+    "[[ -w README.md ]] && echo yes",
+    "echo x; [ -w sub ]",
+    "find . -writable",
+    "find . -name x -writable -print",
 ]
 
 

@@ -103,13 +103,32 @@ def test_read_only_mode_binds_the_workspace_read_only_and_nothing_writable() -> 
 def test_read_only_mode_shows_the_extra_roots_read_only(tmp_path: Path) -> None:
     """A session's extra roots under /tmp would vanish behind the private /tmp; a line
     run read-only in a workspace-write session (tools/shell.py) may start in one."""
-    ws, extra = tmp_path / "ws", tmp_path / "extra"
-    confinement = Confinement("read-only", ws, extra_roots=(extra,))
+    ws, extra, gone = tmp_path / "ws", tmp_path / "extra", tmp_path / "gone"
+    ws.mkdir()
+    extra.mkdir()
+    confinement = Confinement("read-only", ws, extra_roots=(extra, gone))
     argv = confinement.wrap(["true"], cwd=extra)
     found = mounts(argv)
     assert ("--ro-bind", str(extra), str(extra)) in found
     assert not [m for m in found if m[0] == "--bind"]
     assert argv[argv.index("--chdir") + 1] == str(extra)
+    assert str(gone) not in argv  # removed since: bwrap would refuse the whole line
+
+
+def test_tmpdir_is_set_to_the_private_tmp_wherever_it_could_not_be_written() -> None:
+    """Read-only where the sandbox binds something read-only over /tmp's or a root's
+    place: a workspace under /tmp in read-only mode, a protected entry, our runtime."""
+
+    def resets(mode: str, layout: Layout, tmpdir: str) -> bool:
+        confinement = Confinement(mode, Path(layout.roots[0]))  # type: ignore[arg-type]
+        return "--setenv" in build_argv(confinement, layout, ["true"], "/", tmpdir=tmpdir)
+
+    under_tmp = Layout(("/tmp/w",), protected=("/tmp/w/.git",), runtime=("/tmp/venv",))
+    assert resets("read-only", under_tmp, "/tmp/w/.tmp")
+    assert not resets("workspace-write", under_tmp, "/tmp/w/.tmp")
+    assert resets("workspace-write", under_tmp, "/tmp/w/.git/tmp")
+    assert resets("workspace-write", under_tmp, "/tmp/venv/tmp")
+    assert not resets("read-only", under_tmp, "/tmp/elsewhere")
 
 
 def test_protected_entries_and_masks_come_after_the_writable_bind() -> None:

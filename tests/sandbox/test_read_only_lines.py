@@ -64,12 +64,15 @@ def test_a_line_that_reads_gives_what_it_gives_unconfined(
     confined = sandbox("workspace-write", reads)
     try:
         inside = call(RunCommand(manager, confined), workspace, line)
+        mounts = call(RunCommand(manager, confined), workspace, "cat /proc/self/mountinfo")
     finally:
         confined.close()
     outside = call(RunCommand(manager), workspace, line)
     assert inside.status == outside.status == "success"
     assert inside.text == outside.text
     assert inside.text.splitlines()[:3] == ["3", "a.txt", "?? README.md"]
+    (mount,) = [f for f in mounts.text.splitlines() if f.split(" ")[4:5] == [str(workspace)]]
+    assert mount.split(" ")[5].split(",")[0] == "ro"  # it ran read-only
 
 
 HOSTILE = [
@@ -135,8 +138,11 @@ def test_checkpoints_are_taken_around_a_line_that_may_write_and_no_other(
     )
     reads = WritesNothing(Scope(workspace, (workspace,)))
 
+    made: list[Sandbox] = []
+
     def through(mode: SandboxMode | None) -> Tool:
         confined = Sandbox(mode, reads_only=reads) if mode else None
+        made.extend([confined] if confined is not None else [])
         return CheckpointedTool(RunCommand(manager, confined), kept)
 
     session = through("workspace-write")
@@ -159,3 +165,5 @@ def test_checkpoints_are_taken_around_a_line_that_may_write_and_no_other(
         assert logged(git_log)[:1] == ["add"]  # unconfined, only the parser says it reads
     finally:
         kept.close()
+        for confined in made:
+            confined.close()

@@ -17,6 +17,7 @@ from codecoder.kernel.cancel import CancelToken
 from codecoder.kernel.events import AgentEvent, StatusUpdate
 from codecoder.kernel.ports import ToolContext, ToolFailure
 from codecoder.sandbox import SandboxUnavailable
+from codecoder.sandbox.bwrap import Confinement
 from codecoder.sandbox.probe import Probe, forget, probe
 from codecoder.sandbox.runtime import Sandbox
 from codecoder.tools.process import ProcessManager
@@ -121,6 +122,46 @@ def test_a_line_that_only_reads_runs_read_only_in_a_workspace_write_session() ->
     assert len(asked) == 2
     for sandbox in (session, read_only):
         sandbox.close()
+
+
+def test_the_session_tmp_is_never_inside_the_workspace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TMPDIR pointing into the workspace: what commands leave in /tmp would appear in
+    it, and a line run read-only could write the workspace through its /tmp."""
+    workspace = tmp_path / "ws"
+    (workspace / ".tmp").mkdir(parents=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(workspace / ".tmp"))
+    _, answer = prober(WORKS)
+    sandbox = Sandbox("workspace-write", reads_only=lambda c, w: True, prober=answer)
+    try:
+        confined = sandbox.confine(workspace, command="ls")
+        assert confined is not None and confined.tmp is not None
+        assert not Path(confined.tmp).is_relative_to(workspace)
+        assert Path(confined.tmp).parent == Path("/tmp")
+        assert confined.keeps_roots()
+    finally:
+        sandbox.close()
+    assert not list((workspace / ".tmp").iterdir())
+
+
+def test_only_a_read_only_confinement_with_its_tmp_outside_keeps_the_roots(
+    tmp_path: Path,
+) -> None:
+    """What decides that a command takes no checkpoint (tools/shell.py)."""
+    workspace, extra = tmp_path / "ws", tmp_path / "extra"
+    for folder in (workspace / "t", extra / "t", tmp_path / "t"):
+        folder.mkdir(parents=True)
+    outside = str(tmp_path / "t")
+
+    def keeps(mode: str, tmp: str | None) -> bool:
+        confinement = Confinement(mode, workspace, extra_roots=(extra,), tmp=tmp)  # type: ignore[arg-type]
+        return confinement.keeps_roots()
+
+    assert keeps("read-only", outside) and keeps("read-only", None)
+    assert not keeps("workspace-write", outside)
+    assert not keeps("read-only", str(workspace / "t"))
+    assert not keeps("read-only", str(extra / "t"))
 
 
 def test_grep_children_are_confined_read_only_whenever_commands_are() -> None:

@@ -83,7 +83,9 @@ READ_ONLY: dict[str, _ReadOnly] = {
         (*FIND_EXEC, *FIND_WRITES, "-delete", "-files0-from", "-L", "-follow"), paths="find"
     ),
     "tree": _ReadOnly(("-o", "-R", "-l", "--fromfile"), here=True),
-    "sort": _ReadOnly(("-o", "--output", "--compress-program", "--files0-from")),
+    "sort": _ReadOnly(
+        ("-o", "--output", "--compress-program", "--files0-from", "-T", "--temporary-directory")
+    ),
     "uniq": _ReadOnly(max_operands=1, values=("-f", "-s", "-w")),
     "sed": _ReadOnly(("-i", "--in-place", "-f", "--file"), paths="sed"),
     "git": _ReadOnly(paths="git"),

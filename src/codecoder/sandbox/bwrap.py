@@ -62,10 +62,21 @@ class Confinement(msgspec.Struct, frozen=True):
     """Read-only because the command line looked so, in a workspace-write session."""
 
     def roots(self) -> tuple[str, ...]:
-        """The real paths of the workspace and the extra roots."""
+        """The real paths of the workspace and the extra roots (those that exist: one
+        removed since the session began would make bwrap refuse every command)."""
         found = [os.path.realpath(self.workspace)]
-        found += [os.path.realpath(path) for path in self.extra_roots]
+        found += [os.path.realpath(path) for path in self.extra_roots if os.path.isdir(path)]
         return tuple(dict.fromkeys(found))
+
+    def keeps_roots(self) -> bool:
+        """Whether nothing the command runs can write the workspace or an extra root
+        through the filesystem: read-only, and its /tmp (the host folder the session
+        mounts there) outside them all. What it asks a process outside the sandbox to
+        do (through a socket) is not covered."""
+        if self.mode != "read-only":
+            return False
+        tmp = os.path.realpath(self.tmp) if self.tmp is not None else None
+        return tmp is None or not any(_at_or_below(tmp, root) for root in self.roots())
 
     def layout(self, scan: FolderScan | None = None) -> Layout:
         """Look at the disk: protected entries (workspace-write), masked places."""
@@ -112,14 +123,26 @@ def build_argv(
     for mask in layout.masks:
         if mask not in around:
             args += _mask_args(mask)
-    writable = ("/tmp", *layout.roots) if confinement.mode == "workspace-write" else ("/tmp",)
-    if tmpdir and not any(_at_or_below(os.path.realpath(tmpdir), w) for w in writable):
+    if tmpdir and not _writable_inside(os.path.realpath(tmpdir), confinement.mode, layout):
         args += ["--setenv", "TMPDIR", "/tmp"]  # theirs would be read-only here
     args += _NAMESPACES
     if not confinement.network:
         args.append("--unshare-net")
     args += ["--chdir", cwd, "--", *argv]
     return args
+
+
+def _writable_inside(path: str, mode: ConfinedMode, layout: Layout) -> bool:
+    """Whether `path` (real, of the host) can be written inside: under a root in
+    workspace-write, else under /tmp, and in neither case under something bound
+    read-only there (a protected entry, our runtime, a root in read-only mode)."""
+    writable = ("/tmp", *layout.roots) if mode == "workspace-write" else ("/tmp",)
+    fixed = (*layout.protected, *layout.runtime)
+    if mode == "read-only":
+        fixed += layout.roots
+    return any(_at_or_below(path, w) for w in writable) and not any(
+        _at_or_below(path, f) for f in fixed
+    )
 
 
 def runtime_under_tmp() -> tuple[str, ...]:

@@ -15,8 +15,10 @@ ACP client's `session/set_mode`):
 A command line the permission layer's parser reads as writing nothing (`reads_only`:
 only commands of the read-only list, no redirection into a file) runs in `read-only`
 where the session runs `workspace-write`: it needs nothing writable, and a command that
-cannot write the workspace needs no checkpoint (tools/shell.py). A misread line loses
-rights, never gains them: it fails with "Read-only file system" and a hint saying why.
+cannot write the workspace needs no checkpoint (tools/shell.py). The parser's reading
+only narrows what a line gets: a misread line's writes fail with "Read-only file
+system" (a hint says why when the line fails). The session's /tmp is made outside the
+workspace for the same reason.
 
 The network is on for every command with `network`, else for the commands `network_for`
 allows (`[sandbox] network_allow`, decided by the permission layer's parser); off for
@@ -39,6 +41,7 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from codecoder.boundary import is_inside
 from codecoder.sandbox import SandboxMode, SandboxUnavailable
 from codecoder.sandbox.bwrap import Confinement
 from codecoder.sandbox.layout import FolderScan
@@ -143,7 +146,7 @@ class Sandbox:
             network=network,
             extra_roots=tuple(extra_roots),
             bwrap=self._path(),
-            tmp=self._session_tmp(),
+            tmp=self._session_tmp((workspace, *extra_roots)),
             reads_only=reads_only,
         )
 
@@ -173,11 +176,18 @@ class Sandbox:
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
 
-    def _session_tmp(self) -> str | None:
+    def _session_tmp(self, roots: Sequence[Path]) -> str | None:
+        """The session's /tmp: in the host's temporary folder, or in /tmp where that lies
+        in the workspace (`TMPDIR=./.tmp`: what commands leave in /tmp would show up
+        there, and a line run read-only could write the workspace through it); None
+        (an empty /tmp for each command) where both do."""
         with self._lock:
             if self._tmp is None and not self._closed:
-                _sweep()
-                self._tmp = tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-")
+                for base in (tempfile.gettempdir(), "/tmp"):
+                    if not is_inside(Path(base), roots):
+                        _sweep(base)
+                        self._tmp = tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}-", dir=base)
+                        break
             return self._tmp
 
     def _path(self) -> str:
@@ -187,10 +197,10 @@ class Sandbox:
         return found.path
 
 
-def _sweep() -> None:
-    """Remove the session /tmp folders of our processes that no longer exist."""
+def _sweep(base: str) -> None:
+    """Remove the session /tmp folders in `base` of our processes that no longer exist."""
     uid = os.getuid()
-    for folder in glob.glob(os.path.join(tempfile.gettempdir(), f"{TMP_PREFIX}*-*")):
+    for folder in glob.glob(os.path.join(base, f"{TMP_PREFIX}*-*")):
         pid_text = folder.rsplit(TMP_PREFIX, 1)[1].split("-", 1)[0]
         try:
             if not pid_text.isdigit() or os.stat(folder).st_uid != uid:

@@ -88,8 +88,8 @@ class RunCommand(TypedTool[RunCommandArgs]):
         self, args: dict[str, Any], ctx: ToolContext, *, around: Around | None = None
     ) -> ToolResult:
         """`around` is taken around a command that may change the workspace (the
-        session's checkpoints), decided with its confinement: a command confined
-        read-only cannot change it, so nothing is taken around it."""
+        session's checkpoints), decided with its confinement: a command confined so
+        that it cannot write the workspace (`Confinement.keeps_roots`) runs without."""
         return self._run(self.parse(args), ctx, around)
 
     def call(self, args: RunCommandArgs, ctx: ToolContext) -> ToolResult:
@@ -115,7 +115,7 @@ class RunCommand(TypedTool[RunCommandArgs]):
                 raise ToolFailure("crashed", f"could not start the command: {exc}") from exc
             return _to_result(ctx.call_id, outcome, args.timeout, _hint(outcome, confinement))
 
-        if around is None or (confinement is not None and confinement.mode == "read-only"):
+        if around is None or (confinement is not None and confinement.keeps_roots()):
             return spawn()
         return around(spawn, ctx)
 
