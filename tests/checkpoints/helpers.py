@@ -94,6 +94,19 @@ def git_on_path(folder: Path, monkeypatch: pytest.MonkeyPatch, first: str) -> No
     monkeypatch.setenv("PATH", f"{folder}:{os.environ['PATH']}")
 
 
+def logging_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A `git` first on PATH that notes each subcommand in the file returned, then runs
+    the real one."""
+    log = tmp_path / "git.log"
+    git_on_path(tmp_path / "bin", monkeypatch, f'echo "$1" >> {log}\n')
+    return log
+
+
+def logged(log: Path) -> list[str]:
+    """The subcommands `logging_git` noted so far."""
+    return log.read_text().split() if log.exists() else []
+
+
 def context(workspace: Path, token: CancelToken | None = None) -> ToolContext:
     return ToolContext(
         call_id="c1", cancel=token or CancelToken(), workspace=workspace, emit=lambda e: None

@@ -17,19 +17,12 @@ import pytest
 from codecoder.checkpoints.objects import ObjectStore, _blob_id
 from codecoder.checkpoints.record import Checkpoints, CheckpointSink, decode_changes
 from codecoder.kernel.messages import ToolResult, tool_result
-from tests.checkpoints.helpers import context, git_on_path
+from tests.checkpoints.helpers import context, logged, logging_git
 
 
 @pytest.fixture
 def git_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A `git` first on PATH that notes each subcommand, then runs the real one."""
-    log = tmp_path / "git.log"
-    git_on_path(tmp_path / "bin", monkeypatch, f'echo "$1" >> {log}\n')
-    return log
-
-
-def logged(log: Path) -> list[str]:
-    return log.read_text().split() if log.exists() else []
+    return logging_git(tmp_path, monkeypatch)
 
 
 def test_one_git_process_before_the_command_and_the_before_is_before_it(

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from codecoder import paths
-from tests.checkpoints.helpers import git_on_path, undo
+from tests.checkpoints.helpers import logged, logging_git, undo
 from tests.procfs import alive
 
 from .conftest import needs_bwrap
@@ -134,8 +134,7 @@ def test_full_auto_checkpoints_the_lines_that_write_and_undo_restores_them(
 ) -> None:
     """Lines that only read run read-only and take no checkpoint (no git process of
     ours around them); the line that writes does, and `undo` takes its change back."""
-    log = tmp_path / "git.log"
-    git_on_path(tmp_path / "bin", monkeypatch, f'echo "$1" >> {log}\n')
+    log = logging_git(tmp_path, monkeypatch)
     (ws / "README.md").write_text("hello\n")
     replies = [
         [call("run_command", command="cat README.md | wc -l; ls")],
@@ -147,7 +146,7 @@ def test_full_auto_checkpoints_the_lines_that_write_and_undo_restores_them(
     assert code == 0, err
     assert [line["status"] for line in finished(lines)] == ["success"] * 3
     assert (ws / "made.txt").read_text() == "made\n"
-    ours = log.read_text().split()  # the confined commands' git is not ours: not logged
+    ours = logged(log)  # the confined commands' git is not ours: not logged
     assert ours.count("add") == 2 and ours.count("diff-index") == 1, ours
     assert undo(ws).returncode == 0
     assert not (ws / "made.txt").exists()
