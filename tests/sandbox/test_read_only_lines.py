@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,13 +18,12 @@ from codecoder.checkpoints.record import CheckpointedTool, Checkpoints, Checkpoi
 from codecoder.kernel.cancel import CancelToken
 from codecoder.kernel.messages import ToolResult
 from codecoder.kernel.ports import Tool, ToolContext
-from codecoder.permissions.calls import Scope
-from codecoder.permissions.writes import WritesNothing
+from codecoder.permissions.writes import writes_nothing
 from codecoder.sandbox import SandboxMode
 from codecoder.sandbox.runtime import Sandbox
 from codecoder.tools.process import ProcessManager
 from codecoder.tools.shell import RunCommand
-from tests.checkpoints.helpers import git_on_path
+from tests.checkpoints.helpers import logged, logging_git
 
 from .conftest import needs_bwrap
 
@@ -49,19 +47,15 @@ def tree(root: Path) -> dict[str, tuple[int, str]]:
     return found
 
 
-def sandbox(mode: SandboxMode, reads_only: Callable[[str, Path], bool]) -> Sandbox:
-    return Sandbox(mode, reads_only=reads_only)
-
-
 def test_a_line_that_reads_gives_what_it_gives_unconfined(
     manager: ProcessManager, workspace: Path
 ) -> None:
     (workspace / "sub").mkdir()
     (workspace / "sub" / "a.txt").write_text("one\ntwo\n")
     line = "cat README.md sub/a.txt | wc -l; ls sub; git status --short | sort; echo $?"
-    reads = WritesNothing(Scope(workspace, (workspace,)))
+    reads = writes_nothing
     assert reads(line, workspace)
-    confined = sandbox("workspace-write", reads)
+    confined = Sandbox("workspace-write", reads_only=reads)
     try:
         inside = call(RunCommand(manager, confined), workspace, line)
         mounts = call(RunCommand(manager, confined), workspace, "cat /proc/self/mountinfo")
@@ -100,7 +94,7 @@ def test_a_misread_line_cannot_write_the_workspace(
     """A parser that took every line for a read: each write fails, the workspace (and its
     .git) stays as it was, the model reads why; /tmp stays writable."""
     before = tree(workspace)
-    confined = sandbox("workspace-write", lambda command, cwd: True)
+    confined = Sandbox("workspace-write", reads_only=lambda command, cwd: True)
     tool = RunCommand(manager, confined)
     try:
         for line in HOSTILE:
@@ -115,15 +109,9 @@ def test_a_misread_line_cannot_write_the_workspace(
 
 @pytest.fixture
 def git_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A `git` first on our PATH that notes each subcommand of the checkpoints (the
-    confined commands do not see it: it lies in the host's /tmp)."""
-    log = tmp_path / "git.log"
-    git_on_path(tmp_path / "bin", monkeypatch, f'echo "$1" >> {log}\n')
-    return log
-
-
-def logged(log: Path) -> list[str]:
-    return log.read_text().split() if log.exists() else []
+    """The checkpoints' git processes (the confined commands do not see this `git`: it
+    lies in the host's /tmp)."""
+    return logging_git(tmp_path, monkeypatch)
 
 
 def test_checkpoints_are_taken_around_a_line_that_may_write_and_no_other(
@@ -136,14 +124,15 @@ def test_checkpoints_are_taken_around_a_line_that_may_write_and_no_other(
         ObjectStore(workspace, tmp_path / "store"),
         CheckpointSink(save=lambda turn, first, body: saved.append(body)),
     )
-    reads = WritesNothing(Scope(workspace, (workspace,)))
+    reads = writes_nothing
 
     made: list[Sandbox] = []
 
     def through(mode: SandboxMode | None) -> Tool:
-        confined = Sandbox(mode, reads_only=reads) if mode else None
-        made.extend([confined] if confined is not None else [])
-        return CheckpointedTool(RunCommand(manager, confined), kept)
+        if mode is None:
+            return CheckpointedTool(RunCommand(manager), kept)
+        made.append(Sandbox(mode, reads_only=reads))
+        return CheckpointedTool(RunCommand(manager, made[-1]), kept)
 
     session = through("workspace-write")
     try:
@@ -152,7 +141,8 @@ def test_checkpoints_are_taken_around_a_line_that_may_write_and_no_other(
         assert logged(git_log) == []  # a line that only reads: no snapshot at all
         assert call(session, workspace, "echo made > made.txt").status == "success"
         kept.settle()
-        assert logged(git_log)[-4:] == ["add", "write-tree", "add", "diff-index"]
+        snapshots = [name for name in logged(git_log) if name != "-C"]  # -C: core.hooksPath
+        assert snapshots == ["add", "write-tree", "add", "diff-index"]
         assert saved and b"made.txt" in (saved[-1] or b"")
         git_log.unlink()
         read_only = through("read-only")

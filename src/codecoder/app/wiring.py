@@ -422,14 +422,14 @@ def _sandbox(options: AgentOptions, user_config: dict[str, Any], policy: RulePol
             network_for = NetworkAllow(allow, str(paths.config_dir() / "config.toml"), policy.scope)
         except ConfigError as exc:
             raise WiringError(str(exc)) from exc
-    from codecoder.permissions.writes import WritesNothing
+    from codecoder.permissions.writes import writes_nothing
 
     sandbox = Sandbox(
         mode,
         approval=lambda: policy.mode,
         network=network,
         network_for=network_for,
-        reads_only=WritesNothing(policy.scope),
+        reads_only=writes_nothing,
     )
     try:
         sandbox.check()

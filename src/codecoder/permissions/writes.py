@@ -7,6 +7,11 @@ writable but /tmp. The sandbox then runs it in `read-only` even where the sessio
 read-only needs no checkpoint (checkpoints/record.py): the parser's reading decides only
 how little the command gets, never how much, so a line it misreads fails with
 "Read-only file system" instead of writing past the checkpoint.
+
+Only the words count, not what they name on disk: which files a reading line reads is
+the permission check's business, and a redirection is a write unless its target is the
+literal `/dev/null` (a link named anything else counts as a file). So nothing here
+resolves a path, and the answer does not change with the disk.
 """
 
 from __future__ import annotations
@@ -14,31 +19,30 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from codecoder.permissions.calls import CommandPart, FilePart, Scope, command_parts
+from codecoder.permissions.readonly import read_only
+from codecoder.permissions.shell import Redirect, SimpleCommand, parse_command
 
-DISCARD = Path("/dev/null")
+DISCARD = "/dev/null"
 _ASKS_WRITABLE = re.compile(r"(?:^|[\s;&|(])-(?:w|writable)(?=[\s;&|)]|$)")
 """`test -w`, `[[ -w f ]]`, `find -writable`: on a read-only mount the answer is "no",
 so a line that asks runs as it would have (any `-w` word does, `grep -w` too: a
 checkpoint more, never a wrong answer)."""
 
 
-class WritesNothing:
-    """Callable as `(command, cwd) -> bool`: the Sandbox's `reads_only`."""
-
-    def __init__(self, scope: Scope) -> None:
-        self.scope = scope
-
-    def __call__(self, command: str, cwd: Path) -> bool:
-        if _ASKS_WRITABLE.search(command):
-            return False
-        parts = command_parts({"command": command, "cwd": str(cwd)}, self.scope)
-        return bool(parts) and all(_reads(part) for part in parts)
+def writes_nothing(command: str, cwd: Path) -> bool:
+    """The Sandbox's `reads_only` (`cwd` is not needed: see the module doc)."""
+    if _ASKS_WRITABLE.search(command):
+        return False
+    parsed = parse_command(command)
+    if parsed.problems or not parsed.commands:
+        return False
+    return all(map(_reads, parsed.commands)) and not any(map(_writes, parsed.redirects))
 
 
-def _reads(part: object) -> bool:
-    if isinstance(part, CommandPart):
-        return part.read_only
-    if isinstance(part, FilePart):
-        return not part.writes or part.target.real == DISCARD
-    return False  # a hazard, or a part a command line should not have
+def _reads(cmd: SimpleCommand) -> bool:
+    """On the read-only list as it is written (no `NAME=value` prefix, no guess)."""
+    return not cmd.guessed and not cmd.assignments and read_only(cmd.argv) is not None
+
+
+def _writes(redirect: Redirect) -> bool:
+    return redirect.writes and (redirect.target.expands or redirect.target.text != DISCARD)
