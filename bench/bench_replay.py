@@ -3,11 +3,10 @@
     .venv/bin/python bench/bench_replay.py [--only rounds|tokens|replay|size] [--reps 7]
 
 - rounds: the process's CPU time per tool round with nothing, with `--trace`, with the
-  record (into a real session store, against the same store without it); the variants
-  alternate, each the median of --reps runs of 1,000 rounds. Target: tracing costs <= 5%.
+  record (into a real session store, against the same store without it), the variants'
+  turns interleaved (`bench_rounds`). Target: tracing costs <= 5%.
 - tokens: tokens per CPU second through the loop to a draining client, the same
-  variants. Target: tracing costs <= 10%.
-CPU time rather than wall time, so that a busy machine weighs less on the comparison.
+  variants interleaved the same way. Target: tracing costs <= 10%.
 - replay: a recorded 1,000-round session replayed from the store (`replay_session`).
   Target: <= 1 s.
 - size: a session of the kind people run (reads of real source files, searches, commands
@@ -18,18 +17,20 @@ CPU time rather than wall time, so that a busy machine weighs less on the compar
 from __future__ import annotations
 
 import argparse
+import gc
 import shutil
 import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from codecoder.app.replay import replay_session
-from codecoder.kernel.events import Done, NewToken
+from codecoder.kernel.events import Done
 from codecoder.kernel.journal import Recorder
 from codecoder.kernel.loop import AgentLoop
 from codecoder.kernel.messages import ToolResult, tool_result
@@ -77,72 +78,109 @@ def _recorded(tmp: Path, store: SessionStore) -> dict[str, Any]:
 VARIANTS: dict[str, Variant] = {"plain": _plain, "traced": _traced, "recorded": _recorded}
 
 
-def _run(loop: AgentLoop, count_tokens: bool = False) -> tuple[float, int]:
-    """(CPU seconds of this process, tokens received): CPU time, not wall time, so that
-    other processes on a busy machine weigh less on the comparison."""
+def _run(loop: AgentLoop) -> None:
+    """One turn, to its end."""
     handle = loop.start()
-    started = time.process_time()
     handle.send("go")
-    tokens = 0
-    while True:
-        event = handle.next_event(600)
-        if count_tokens and isinstance(event, NewToken):
-            tokens += len(event.text) // 2
-        if isinstance(event, Done):
-            break
-    elapsed = time.process_time() - started
+    while not isinstance(event := handle.next_event(600), Done):
+        pass
     handle.shutdown()
     loop.join_readers()
-    assert isinstance(event, Done) and event.reason == "completed", event
-    tracer = loop._tracer  # type: ignore[attr-defined]
-    if tracer is not None:
-        tracer.close()
-    return elapsed, tokens
+    assert event.reason == "completed", event
 
 
-def bench_rounds(reps: int, rounds: int, tmp: Path) -> dict[str, tuple[float, float]]:
-    replies: list[Any] = [[{"type": "tool_call", "name": "noop", "args": {}}]] * rounds + [["ok"]]
-    samples: dict[str, list[float]] = {name: [] for name in VARIANTS}
-    with SessionStore(tmp / "rounds.sqlite3") as store:
-        for _ in range(reps):
-            for name, variant in VARIANTS.items():  # alternated, so drift hits each alike
-                loop = AgentLoop(
-                    ScriptedProvider.from_replies(replies),
-                    [Noop()],
+@dataclass(frozen=True)
+class Cost:
+    """One variant's CPU per unit (a tool round, a token): the median over its turns, in
+    µs; its change against the first variant, the ratio of the sums over all turns; and a
+    95% interval of that change, from its spread between blocks."""
+
+    median_us: float
+    change: float
+    interval: float
+
+
+def interleaved(
+    variants: dict[str, Variant],
+    tmp: Path,
+    *,
+    blocks: int,
+    turns: int,
+    turn: list[Any],
+    units: int,
+    tools: list[Tool],
+) -> dict[str, Cost]:
+    """The variants' turns interleaved: one loop per variant, each turn (the replies in
+    `turn`, `units` tool rounds or tokens) run by each loop in turn, the order rotated
+    from turn to turn (listing two variants the other way round moved the figure by up
+    to a point).
+    Paired runs of whole 1,000-round sessions drifted apart by ±3 points from one run to
+    the next; turns of a few milliseconds interleaved put every variant on the same moment
+    of the machine. Each block starts new loops (so the history, and the request built
+    from it, stay small) and leaves its first two turns out (the first request, each
+    thread's first line). CPU time of the process, not wall time, so that other processes
+    on a busy machine weigh less."""
+    names = list(variants)
+    spent: dict[str, list[float]] = {name: [] for name in names}
+    sums: dict[str, list[float]] = {name: [] for name in names}
+    with SessionStore(tmp / f"interleaved-{time.monotonic_ns()}.sqlite3") as store:
+        for _ in range(blocks):
+            loops = {
+                name: AgentLoop(
+                    ScriptedProvider.from_replies(turn * turns),
+                    tools,
                     tmp,
-                    max_rounds=rounds + 1,
+                    max_rounds=len(turn),
                     **variant(tmp, store),
                 )
-                elapsed, _ = _run(loop)
-                samples[name].append(elapsed * 1000 / rounds)
-    return _summary(samples)
-
-
-def _summary(samples: dict[str, list[float]]) -> dict[str, tuple[float, float]]:
-    """Each variant's median, and the median of its change against plain within the
-    same repetition (paired: a machine that drifts between repetitions moves both)."""
-    plain = samples["plain"]
-    return {
-        name: (
-            statistics.median(values),
-            statistics.median(value / base - 1 for value, base in zip(values, plain, strict=True)),
+                for name, variant in variants.items()
+            }
+            handles = {name: loop.start() for name, loop in loops.items()}
+            gc.collect()
+            block = dict.fromkeys(names, 0.0)
+            for number in range(turns):
+                shift = number % len(names)
+                for name in names[shift:] + names[:shift]:
+                    started = time.process_time()
+                    handles[name].send("go")
+                    while not isinstance(event := handles[name].next_event(600), Done):
+                        pass
+                    elapsed = time.process_time() - started
+                    assert event.reason == "completed", event
+                    if number >= 2:
+                        spent[name].append(elapsed * 1e6 / units)
+                        block[name] += elapsed
+            for name, loop in loops.items():
+                handles[name].shutdown()
+                loop.join_readers()
+                if loop._tracer is not None:  # type: ignore[attr-defined]
+                    loop._tracer.close()  # type: ignore[attr-defined]
+                sums[name].append(block[name])
+    costs = {}
+    for name in names:
+        changes = [mine / first - 1 for mine, first in zip(sums[name], sums[names[0]], strict=True)]
+        costs[name] = Cost(
+            median_us=statistics.median(spent[name]),
+            change=sum(sums[name]) / sum(sums[names[0]]) - 1,
+            interval=2 * statistics.stdev(changes) / len(changes) ** 0.5 if blocks > 1 else 0.0,
         )
-        for name, values in samples.items()
-    }
+    return costs
 
 
-def bench_tokens(reps: int, tokens: int, tmp: Path) -> dict[str, tuple[float, float]]:
-    samples: dict[str, list[float]] = {name: [] for name in VARIANTS}
-    with SessionStore(tmp / "tokens.sqlite3") as store:
-        for _ in range(reps):
-            for name, variant in VARIANTS.items():
-                loop = AgentLoop(
-                    ScriptedProvider.from_replies([["t " * tokens]]), [], tmp, **variant(tmp, store)
-                )
-                elapsed, received = _run(loop, count_tokens=True)
-                assert received == tokens, (received, tokens)
-                samples[name].append(tokens / elapsed)
-    return _summary(samples)
+def bench_rounds(
+    blocks: int, turns: int, per_turn: int, tmp: Path, variants: dict[str, Variant] = VARIANTS
+) -> dict[str, Cost]:
+    turn: list[Any] = [[_call("noop")]] * per_turn + [["ok"]]
+    return interleaved(
+        variants, tmp, blocks=blocks, turns=turns, turn=turn, units=per_turn, tools=[Noop()]
+    )
+
+
+def bench_tokens(blocks: int, turns: int, per_turn: int, tmp: Path) -> dict[str, Cost]:
+    turn: list[Any] = [["t " * per_turn]]
+    return interleaved(
+        VARIANTS, tmp, blocks=blocks, turns=turns, turn=turn, units=per_turn, tools=[]
+    )
 
 
 def bench_replay(reps: int, rounds: int, tmp: Path) -> tuple[float, str]:
@@ -219,28 +257,37 @@ def _call(name: str, **args: Any) -> dict[str, Any]:
     return {"type": "tool_call", "name": name, "args": args}
 
 
+def print_rounds(costs: dict[str, Cost]) -> None:
+    first = next(iter(costs))
+    print(f"CPU per tool round, session store on (median over turns; change against {first}:")
+    print("  the ratio of the sums over all turns, 95% interval from the blocks):")
+    for name, cost in costs.items():
+        change = f"{cost.change * 100:+.1f}% ± {cost.interval * 100:.1f}"
+        print(f"  {name:9} {cost.median_us:7.1f} µs  ({change})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", choices=("rounds", "tokens", "replay", "size"))
     parser.add_argument("--reps", type=int, default=7)
     parser.add_argument("--rounds", type=int, default=1000)
-    parser.add_argument("--tokens", type=int, default=200_000)
+    parser.add_argument("--tokens", type=int, default=5_000, help="tokens: a turn's tokens")
+    parser.add_argument("--blocks", type=int, default=20, help="rounds, tokens: new loops")
+    parser.add_argument("--turns", type=int, default=52, help="rounds, tokens: a block's turns")
+    parser.add_argument("--per-turn", type=int, default=10, help="rounds: a turn's tool rounds")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
         if options.only in (None, "rounds"):
-            per = bench_rounds(options.reps, options.rounds, tmp)
-            print(
-                f"CPU time per tool round ({options.rounds} rounds, store on, median; "
-                "change: median of the changes within a repetition):"
-            )
-            for variant, (value, change) in per.items():
-                print(f"  {variant:9} {value:.3f} ms  ({change * 100:+.1f}%)")
+            print_rounds(bench_rounds(options.blocks, options.turns, options.per_turn, tmp))
         if options.only in (None, "tokens"):
-            rates = bench_tokens(options.reps, options.tokens, tmp)
-            print(f"token throughput per CPU second ({options.tokens:,} tokens, median):")
-            for variant, (value, change) in rates.items():
-                print(f"  {variant:9} {value:,.0f} tokens/s  ({change * 100:+.1f}%)")
+            costs = bench_tokens(options.blocks, options.turns, options.tokens, tmp)
+            print("token throughput per CPU second (a turn of one streamed answer; change")
+            print("  against plain, from the CPU of all turns, 95% interval from the blocks):")
+            for variant, cost in costs.items():
+                change = 1 / (1 + cost.change) - 1
+                interval = f"{change * 100:+.1f}% ± {cost.interval * 100:.1f}"
+                print(f"  {variant:9} {1e6 / cost.median_us:,.0f} tokens/s  ({interval})")
         if options.only in (None, "replay"):
             seconds, summary = bench_replay(options.reps, options.rounds, tmp)
             print(f"replay of a {options.rounds}-round session: {seconds * 1000:.0f} ms")
