@@ -30,7 +30,7 @@ from typing import Any
 import msgspec
 
 from codecoder.app.replay import replay_session
-from codecoder.kernel.events import Done
+from codecoder.kernel.events import Done, NewToken
 from codecoder.kernel.journal import Recorder
 from codecoder.kernel.loop import AgentLoop
 from codecoder.kernel.messages import ToolResult, tool_result
@@ -109,17 +109,18 @@ def interleaved(
     turn: list[Any],
     units: int,
     tools: list[Tool],
+    text: int | None = None,
 ) -> dict[str, Cost]:
     """The variants' turns interleaved: one loop per variant, each turn (the replies in
-    `turn`, `units` tool rounds or tokens) run by each loop in turn, the order rotated
-    from turn to turn (listing two variants the other way round moved the figure by up
-    to a point).
-    Paired runs of whole 1,000-round sessions drifted apart by ±3 points from one run to
-    the next; turns of a few milliseconds interleaved put every variant on the same moment
-    of the machine. Each block starts new loops (so the history, and the request built
-    from it, stay small) and leaves its first two turns out (the first request, each
-    thread's first line). CPU time of the process, not wall time, so that other processes
-    on a busy machine weigh less."""
+    `turn`, `units` tool rounds or tokens, and `text` characters streamed when given)
+    run by each loop in turn, the order rotated from turn to turn (listing two variants
+    the other way round moved the figure by up to a point). Paired runs of whole
+    1,000-round sessions drifted apart by ±3 points from one run to the next; turns of a
+    few milliseconds interleaved put every variant on the same moment of the machine.
+    Each block starts new loops (so the history, and the request built from it, stay
+    small) and leaves its first two turns out (the first request, each thread's first
+    line). CPU time of the process, not wall time, so that other processes on a busy
+    machine weigh less."""
     names = list(variants)
     spent: dict[str, list[float]] = {name: [] for name in names}
     sums: dict[str, list[float]] = {name: [] for name in names}
@@ -143,10 +144,13 @@ def interleaved(
                 for name in names[shift:] + names[:shift]:
                     started = time.process_time()
                     handles[name].send("go")
+                    received = 0
                     while not isinstance(event := handles[name].next_event(600), Done):
-                        pass
+                        if type(event) is NewToken:
+                            received += len(event.text)
                     elapsed = time.process_time() - started
                     assert event.reason == "completed", event
+                    assert text is None or received == text, (name, received, text)
                     if number >= 2:
                         spent[name].append(elapsed * 1e6 / units)
                         block[name] += elapsed
@@ -177,9 +181,16 @@ def bench_rounds(
 
 
 def bench_tokens(blocks: int, turns: int, per_turn: int, tmp: Path) -> dict[str, Cost]:
-    turn: list[Any] = [["t " * per_turn]]
+    answer = "t " * per_turn
     return interleaved(
-        VARIANTS, tmp, blocks=blocks, turns=turns, turn=turn, units=per_turn, tools=[]
+        VARIANTS,
+        tmp,
+        blocks=blocks,
+        turns=turns,
+        turn=[[answer]],
+        units=per_turn,
+        tools=[],
+        text=len(answer),
     )
 
 
