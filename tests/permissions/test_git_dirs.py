@@ -121,3 +121,45 @@ def test_husky_hooks_are_protected(tmp_path: Path) -> None:
         policy.decide(*call("write_file", path=".husky/pre-commit", content="x")).verdict == "ask"
     )
     assert policy.decide(*run("cp payload .husky/_/pre-commit")).verdict == "ask"
+
+
+FSMONITOR = "[core]\n\tfsmonitor = touch pwned; false\n"
+
+
+def test_config_files_that_git_includes_are_protected(tmp_path: Path) -> None:
+    """Written, an included file is git's config: its `core.fsmonitor` runs at the user's
+    next `git status`. Each way to include one, a file that does not exist yet, and a
+    workspace below the top of its repository (git names the files from the top)."""
+    repo = tmp_path / "repo"
+    ws = repo / "pkg"
+    (ws / "conf").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+
+    def add(key: str, value: str) -> None:
+        subprocess.run(["git", "-C", str(repo), "config", "--add", key, value], check=True)
+
+    add("include.path", "../pkg/local.gitconfig")  # relative to .git/, and missing
+    add("includeIf.gitdir:/.path", str(ws / "conf" / "when.cfg"))  # absolute, conditional
+    add("include.path", str(tmp_path / "outside.cfg"))  # not in the workspace
+    (ws / "conf" / "when.cfg").write_text("[include]\n\tpath = nested.cfg\n")  # conf/nested.cfg
+    policy = RulePolicy(ws, "full-auto")
+    guarded = ("local.gitconfig", "conf/when.cfg", "conf/nested.cfg", "conf/../local.gitconfig")
+    for path in guarded:
+        decision = policy.decide(*call("write_file", path=path, content=FSMONITOR))
+        assert decision.verdict == "ask" and "include.path" in decision.reason, (path, decision)
+        assert policy.decide(*run(f"printf '[core]' > {path}")).verdict == "ask", path
+        assert policy.decide(*run(f"cat payload >> {path}")).verdict == "ask", path
+    for path in ("conf/other.cfg", "local.gitconfig.txt", "src/when.cfg"):
+        assert policy.decide(*call("write_file", path=path, content="x")).verdict == "allow", path
+
+
+def test_a_link_to_an_included_config_file_asks(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(
+        ["git", "-C", str(tmp_path), "config", "include.path", "../team.cfg"], check=True
+    )
+    (tmp_path / "team.cfg").write_text("")
+    (tmp_path / "alias.cfg").symlink_to(tmp_path / "team.cfg")
+    policy = RulePolicy(tmp_path, "full-auto")
+    assert policy.decide(*call("write_file", path="alias.cfg", content=FSMONITOR)).verdict == "ask"
+    assert policy.decide(*run("cp payload alias.cfg")).verdict == "ask"

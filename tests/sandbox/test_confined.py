@@ -130,6 +130,33 @@ def test_a_repository_planted_by_one_command_is_read_only_for_the_next(
     assert "Read-only file system" in again.text
 
 
+def test_config_files_git_includes_are_read_only(
+    manager: ProcessManager, workspace: Path, tmp_path: Path
+) -> None:
+    """A file the repository's config includes is git's config: a command that writes
+    `core.fsmonitor` there has the user's next `git status`, outside the sandbox, run
+    what it says. One that exists is bound read-only; one that does not is made, empty,
+    and bound; a file included from an included file too; the rest stays writable."""
+    pwned = tmp_path / "pwned"
+    for included in ("../team.cfg", "../local.cfg"):
+        git = ["git", "-C", str(workspace), "config", "--add", "include.path", included]
+        subprocess.run(git, check=True)
+    (workspace / "team.cfg").write_text("[include]\n\tpath = conf/more.cfg\n")
+    (workspace / "conf").mkdir()
+    (workspace / "conf" / "more.cfg").write_text("")
+    payload = f"printf '[core]\\n\\tfsmonitor = touch {pwned}; false\\n'"
+    for name in ("team.cfg", "local.cfg", "conf/more.cfg"):
+        for command in (f"{payload} > {name}", f"{payload} >> {name}", f"rm -f {name}"):
+            result = run(manager, workspace, command)
+            assert result.status == "error", f"{command}: {result.text}"
+    assert (workspace / "local.cfg").read_text() == ""  # made, empty, for the bind
+    assert (workspace / "team.cfg").read_text() == "[include]\n\tpath = conf/more.cfg\n"
+    assert (workspace / "conf" / "more.cfg").read_text() == ""
+    assert run(manager, workspace, "echo x > conf/other.cfg").status == "success"
+    subprocess.run(["git", "-C", str(workspace), "status"], check=True, capture_output=True)
+    assert not pwned.exists()
+
+
 # --- reads --------------------------------------------------------------------------------
 
 

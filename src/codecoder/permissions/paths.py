@@ -12,7 +12,11 @@ Protection does not hinge on the name `.git`: git takes any folder with `HEAD`,
 `objects/` and `refs/` for a repository (`git status` run inside it reads its `config`,
 whose `core.fsmonitor` is a command), so a folder that has, or is being given, two of
 its marks is protected like `.git`; and so is the hooks folder the repository's own
-`core.hooksPath` names (husky's `.husky/`), whose scripts git runs.
+`core.hooksPath` names (husky's `.husky/`), whose scripts git runs, and every config file
+inside the workspace that git's config includes (`include.path`, `includeIf.*.path`, the
+"optional local config" pattern): written, it is git's config, whose `core.fsmonitor`,
+`core.pager`, filters and aliases are commands the user's next `git` runs outside any
+sandbox.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import subprocess
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
+from typing import NamedTuple
 
 import msgspec
 
@@ -86,9 +91,9 @@ def protected_reason(target: Place, roots: Sequence[Path]) -> str | None:
         shaped = _git_dir_ancestor(candidate, roots)
         if shaped is not None:
             return f"it is inside {shaped}, a folder shaped like a git directory"
-        hooks = next((h for h in _hooks_folders(roots[0]) if candidate.is_relative_to(h)), None)
-        if hooks is not None:
-            return f"it is inside {hooks}, the folder of git hooks (core.hooksPath)"
+        guarded = _git_guards(roots[0]).guards(candidate)
+        if guarded is not None:
+            return guarded
     return None
 
 
@@ -116,40 +121,91 @@ def _git_dir_ancestor(path: Path, roots: Sequence[Path]) -> str | None:
     return None
 
 
-def hooks_folders(workspace: Path) -> tuple[Path, ...]:
-    """The hooks folder of the workspace's repository (`core.hooksPath`), as the write
-    check protects it; the sandbox binds it read-only (sandbox/layout.py)."""
-    return _hooks_folders(workspace)
+class GitGuards(NamedTuple):
+    """What git reads from the workspace as its own: the hooks folders (`core.hooksPath`)
+    and the config files git's config includes that lie in the workspace (each as git
+    names it and as its real path, also when the file does not exist yet: creating it
+    plants config)."""
+
+    hooks: tuple[Path, ...] = ()
+    configs: tuple[Path, ...] = ()
+
+    def guards(self, path: Path) -> str | None:
+        """Why a write to `path` would change what git runs, or None."""
+        hooks = next((h for h in self.hooks if path.is_relative_to(h)), None)
+        if hooks is not None:
+            return f"it is inside {hooks}, the folder of git hooks (core.hooksPath)"
+        if path in self.configs:
+            return f"it is {path}, a file git's config includes (include.path)"
+        return None
+
+
+_GUARDED_KEYS = r"^(core\.hookspath|include\.path|includeif\..*\.path)$"
+
+
+def git_guards(workspace: Path) -> GitGuards:
+    """The workspace's GitGuards, as the write check protects them; the sandbox binds
+    them read-only (sandbox/layout.py)."""
+    return _git_guards(workspace)
 
 
 @cache
-def _hooks_folders(workspace: Path) -> tuple[Path, ...]:
-    """The hooks folder the workspace's repository configures (`core.hooksPath`), when
-    it lies in the workspace. Read once per workspace, on the first write checked."""
+def _git_guards(workspace: Path) -> GitGuards:
+    """Read once per workspace, on the first write checked, with one `git config` that
+    follows includes (so an included file's own includes are listed too) and names the
+    file each value came from: an include's relative path is relative to that file's
+    folder, a hooks path to the top of the work tree."""
     try:
         done = subprocess.run(
-            ["git", "-C", str(workspace), "config", "--get", "core.hooksPath"],
+            [
+                *("git", "-C", str(workspace), "config", "--show-origin", "-z"),
+                *("--get-regexp", _GUARDED_KEYS),
+            ],
             capture_output=True,
             text=True,
             timeout=10,
             check=False,
         )
     except (OSError, subprocess.SubprocessError):
-        return ()
-    value = done.stdout.strip()
-    if done.returncode != 0 or not value:
-        return ()
-    top = subprocess.run(
-        ["git", "-C", str(workspace), "rev-parse", "--show-toplevel"],
-        capture_output=True,
-        text=True,
-        timeout=10,
-        check=False,
-    ).stdout.strip()
-    base = Path(top) if top else workspace
-    hooks = Path(os.path.realpath(base / os.path.expanduser(value)))
-    # husky (9) points git at `.husky/_`, whose scripts run the ones in `.husky/`
-    return (hooks.parent,) if hooks.name == "_" else (hooks,)
+        return GitGuards()
+    if done.returncode != 0:
+        return GitGuards()
+    fields = done.stdout.split("\0")
+    hooks: list[Path] = []
+    configs: list[Path] = []
+    root = Path(os.path.realpath(workspace))
+    top = _top_level(workspace) if len(fields) > 1 else workspace
+    for origin, entry in zip(fields[0::2], fields[1::2], strict=False):
+        key, _, value = entry.partition("\n")
+        if not value:
+            continue
+        if key == "core.hookspath":
+            found = Path(os.path.realpath(top / os.path.expanduser(value)))
+            # husky (9) points git at `.husky/_`, whose scripts run the ones in `.husky/`
+            hooks.append(found.parent if found.name == "_" else found)
+        elif origin.startswith("file:"):  # git names the file from the work tree's top
+            base = (top / origin.removeprefix("file:")).parent
+            written = Path(os.path.normpath(base / os.path.expanduser(value)))
+            for config in (written, Path(os.path.realpath(written))):
+                if config.is_relative_to(root) or config.is_relative_to(workspace):
+                    configs.append(config)
+    return GitGuards(tuple(hooks), tuple(configs))
+
+
+def _top_level(workspace: Path) -> Path:
+    """The top of the work tree holding `workspace` (git runs from there), or
+    `workspace` outside any."""
+    try:
+        top = subprocess.run(
+            ["git", "-C", str(workspace), "rev-parse", "--show-toplevel"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        top = ""
+    return Path(top) if top else workspace
 
 
 def _protected_component(path: Path, roots: Sequence[Path]) -> str | None:

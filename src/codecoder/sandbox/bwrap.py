@@ -83,11 +83,12 @@ class Confinement(msgspec.Struct, frozen=True):
         roots = self.roots()
         protected: list[str] = []
         if self.mode == "workspace-write":
-            from codecoder.permissions.paths import hooks_folders
+            from codecoder.permissions.paths import git_guards
 
             scan = scan or FolderScan()
             for root in roots:
-                protected += scan.protected(Path(root), hooks_folders(Path(root)))
+                guards = git_guards(Path(root))
+                protected += scan.protected(Path(root), guards.hooks, guards.configs)
         return Layout(roots, tuple(protected), tuple(hidden_places()), runtime_under_tmp())
 
     def wrap(

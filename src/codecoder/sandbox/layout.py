@@ -5,9 +5,11 @@ must not see at all.
 `.git` and `.codecoder` entry at any depth, in any case (a `.git` file of a worktree or
 submodule too: rewritten, it would point git elsewhere), every folder shaped like a git
 directory (two of the marks in `permissions.paths.GIT_DIR_MARKS`: a planted bare
-repository whose `config` runs a program when git enters it), and the hooks folder the
-repository's `core.hooksPath` names. So no command can plant a hook, rewrite git's
-config or grant CodeCoder rights in `.codecoder/config.toml`, whatever program it runs.
+repository whose `config` runs a program when git enters it), the hooks folder the
+repository's `core.hooksPath` names, and every config file in the workspace that git's
+config includes (`include.path`; one that does not exist is made, empty, first). So no
+command can plant a hook, rewrite git's config or grant CodeCoder rights in
+`.codecoder/config.toml`, whatever program it runs.
 
 Finding them means walking the workspace before every command (a command may have
 planted a repository since the last one). `FolderScan` keeps each folder's listing with
@@ -179,15 +181,23 @@ class FolderScan:
         """Folders listed (scandir) so far, for tests and benchmarks; the rest were
         answered from the cache."""
 
-    def protected(self, root: Path, hooks: Iterable[Path] = ()) -> list[str]:
+    def protected(
+        self, root: Path, hooks: Iterable[Path] = (), configs: Iterable[Path] = ()
+    ) -> list[str]:
         """The real paths below (or at) `root` to bind read-only, parents before children;
-        `hooks` are core.hooksPath folders (kept when inside `root`)."""
+        `hooks` are core.hooksPath folders, `configs` the config files git's config
+        includes (each kept when inside `root`). An included file that does not exist is
+        made, empty, so that it can be bound: else the command could write it."""
         top = os.path.realpath(root)
         with self._lock:
             found = self._walk(top)
         for folder in hooks:
             real = os.path.realpath(folder)
             if (real == top or _below(real, top)) and os.path.isdir(real):
+                found.append(real)
+        for config in configs:
+            real = os.path.realpath(config)
+            if _below(real, top) and _made(real):
                 found.append(real)
         return _outermost(found)
 
@@ -250,6 +260,20 @@ class FolderScan:
         )
         self._listings[folder] = listing
         return listing
+
+
+def _made(path: str) -> bool:
+    """Whether `path` exists, made an empty file (and its folders) if it did not."""
+    if os.path.lexists(path):
+        return os.path.exists(path)  # a dangling link: bwrap could not bind it
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
+    except FileExistsError:
+        pass  # made meanwhile: bound as it is
+    except OSError:
+        return False
+    return True
 
 
 def _is_mark(name: str, is_dir: bool, is_file: bool) -> bool:
