@@ -151,6 +151,12 @@ def test_config_files_that_git_includes_are_protected(tmp_path: Path) -> None:
         assert policy.decide(*run(f"cat payload >> {path}")).verdict == "ask", path
     for path in ("conf/other.cfg", "local.gitconfig.txt", "src/when.cfg"):
         assert policy.decide(*call("write_file", path=path, content="x")).verdict == "allow", path
+    # the folder holding one, moved aside or removed, could be made again with a new file
+    for line in ("mv staged conf", "rm -rf conf", "mv conf elsewhere"):
+        decision = policy.decide(*run(line))
+        assert decision.verdict == "ask" and "holds" in decision.reason, (line, decision)
+    assert policy.decide(*call("write_file", path="conf", content="x")).verdict == "ask"
+    assert policy.decide(*run("mkdir conf/new && echo x > conf/new/f")).verdict == "allow"
 
 
 def test_a_link_to_an_included_config_file_asks(tmp_path: Path) -> None:

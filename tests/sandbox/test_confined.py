@@ -21,7 +21,7 @@ from codecoder.kernel.cancel import CancelToken
 from codecoder.kernel.events import AgentEvent
 from codecoder.kernel.messages import ToolResult
 from codecoder.kernel.ports import ToolContext
-from codecoder.sandbox import SandboxMode
+from codecoder.sandbox import SandboxMode, wrap_argv
 from codecoder.sandbox.runtime import Sandbox
 from codecoder.tools.process import ProcessManager
 from codecoder.tools.shell import RunCommand
@@ -155,6 +155,55 @@ def test_config_files_git_includes_are_read_only(
     assert run(manager, workspace, "echo x > conf/other.cfg").status == "success"
     subprocess.run(["git", "-C", str(workspace), "status"], check=True, capture_output=True)
     assert not pwned.exists()
+
+
+def test_the_folders_on_the_way_to_git_s_files_cannot_be_moved_aside(
+    manager: ProcessManager, workspace: Path, tmp_path: Path
+) -> None:
+    """A read-only file in a writable folder: moving the folder aside and making a new
+    one would leave a writable file at the path git reads. The folders on the way are
+    mount points, which cannot be renamed or removed; they stay writable. A file where
+    a folder of the way should be is bound too (it cannot be replaced by a folder), and
+    the sandbox still runs commands."""
+    pwned = tmp_path / "pwned"
+    git = ["git", "-C", str(workspace), "config"]
+    subprocess.run([*git, "--add", "include.path", "../conf/deep/x.cfg"], check=True)
+    subprocess.run([*git, "--add", "include.path", "../blocked/y.cfg"], check=True)
+    subprocess.run([*git, "core.hooksPath", "tools/hooks"], check=True)
+    (workspace / "conf" / "deep").mkdir(parents=True)
+    (workspace / "tools" / "hooks").mkdir(parents=True)
+    (workspace / "blocked").write_text("not a folder\n")
+    payload = f"printf '[core]\\n\\tfsmonitor = touch {pwned}; false\\n'"
+    attempts = [
+        f"mv conf c2 && mkdir -p conf/deep && {payload} > conf/deep/x.cfg",
+        f"mv conf/deep conf/d2 && mkdir conf/deep && {payload} > conf/deep/x.cfg",
+        f"rm -rf conf; mkdir -p conf/deep && {payload} > conf/deep/x.cfg",
+        "mv tools t2 && mkdir -p tools/hooks && echo 'touch pwned' > tools/hooks/pre-commit",
+        f"rm -f blocked && mkdir blocked && {payload} > blocked/y.cfg",
+    ]
+    for command in attempts:
+        result = run(manager, workspace, command)
+        assert result.status == "error", f"{command}: {result.text}"
+    assert (workspace / "conf" / "deep" / "x.cfg").read_text() == ""
+    assert (workspace / "blocked").read_text() == "not a folder\n"
+    assert not (workspace / "tools" / "hooks" / "pre-commit").exists()
+    for ok in ("echo a > conf/note && mkdir conf/deep/sub", "echo b > tools/readme"):
+        assert run(manager, workspace, ok).status == "success", ok
+    subprocess.run(["git", "-C", str(workspace), "status"], check=True, capture_output=True)
+    assert not pwned.exists()
+
+
+def test_an_include_into_another_root_is_read_only_there(workspace: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    subprocess.run(
+        ["git", "-C", str(workspace), "config", "include.path", str(other / "x.cfg")], check=True
+    )
+    command = ["bash", "-c", f"echo '[core]' > {other / 'x.cfg'}"]
+    argv = wrap_argv(command, "workspace-write", workspace, extra_roots=[other])
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    assert done.returncode != 0 and "Read-only file system" in done.stderr
+    assert (other / "x.cfg").read_text() == ""  # made, empty, to be bound
 
 
 # --- reads --------------------------------------------------------------------------------

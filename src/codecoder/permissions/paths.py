@@ -91,9 +91,10 @@ def protected_reason(target: Place, roots: Sequence[Path]) -> str | None:
         shaped = _git_dir_ancestor(candidate, roots)
         if shaped is not None:
             return f"it is inside {shaped}, a folder shaped like a git directory"
-        guarded = _git_guards(roots[0]).guards(candidate)
-        if guarded is not None:
-            return guarded
+        for root in roots:
+            guarded = _git_guards(root).guards(candidate)
+            if guarded is not None:
+                return guarded
     return None
 
 
@@ -122,21 +123,27 @@ def _git_dir_ancestor(path: Path, roots: Sequence[Path]) -> str | None:
 
 
 class GitGuards(NamedTuple):
-    """What git reads from the workspace as its own: the hooks folders (`core.hooksPath`)
-    and the config files git's config includes that lie in the workspace (each as git
-    names it and as its real path, also when the file does not exist yet: creating it
-    plants config)."""
+    """What git reads as its own: the hooks folders (`core.hooksPath`) and the config
+    files git's config includes (each as git names it and as its real path, also when
+    the file does not exist yet: creating it plants config), wherever they are: one may
+    lie in another root of the session."""
 
     hooks: tuple[Path, ...] = ()
     configs: tuple[Path, ...] = ()
 
     def guards(self, path: Path) -> str | None:
-        """Why a write to `path` would change what git runs, or None."""
-        hooks = next((h for h in self.hooks if path.is_relative_to(h)), None)
-        if hooks is not None:
-            return f"it is inside {hooks}, the folder of git hooks (core.hooksPath)"
-        if path in self.configs:
-            return f"it is {path}, a file git's config includes (include.path)"
+        """Why a write to `path` would change what git runs, or None: a write into a
+        hooks folder or to an included file, or to a folder holding one (moved aside
+        or removed, it could be made again with a planted file in it)."""
+        for hooks in self.hooks:
+            if path.is_relative_to(hooks):
+                return f"it is inside {hooks}, the folder of git hooks (core.hooksPath)"
+            if hooks.is_relative_to(path):
+                return f"it holds {hooks}, the folder of git hooks (core.hooksPath)"
+        for config in self.configs:
+            if config.is_relative_to(path):
+                which = "is" if config == path else "holds"
+                return f"it {which} {config}, a file git's config includes (include.path)"
         return None
 
 
@@ -173,7 +180,6 @@ def _git_guards(workspace: Path) -> GitGuards:
     fields = done.stdout.split("\0")
     hooks: list[Path] = []
     configs: list[Path] = []
-    root = Path(os.path.realpath(workspace))
     top = _top_level(workspace) if len(fields) > 1 else workspace
     for origin, entry in zip(fields[0::2], fields[1::2], strict=False):
         key, _, value = entry.partition("\n")
@@ -186,9 +192,7 @@ def _git_guards(workspace: Path) -> GitGuards:
         elif origin.startswith("file:"):  # git names the file from the work tree's top
             base = (top / origin.removeprefix("file:")).parent
             written = Path(os.path.normpath(base / os.path.expanduser(value)))
-            for config in (written, Path(os.path.realpath(written))):
-                if config.is_relative_to(root) or config.is_relative_to(workspace):
-                    configs.append(config)
+            configs += dict.fromkeys((written, Path(os.path.realpath(written))))
     return GitGuards(tuple(hooks), tuple(configs))
 
 

@@ -31,7 +31,7 @@ from typing import Literal
 
 import msgspec
 
-from codecoder.sandbox.layout import FolderScan, Mask, hidden_places
+from codecoder.sandbox.layout import FolderScan, Mask, hidden_places, pinned
 
 ConfinedMode = Literal["workspace-write", "read-only"]
 
@@ -44,6 +44,8 @@ class Layout(msgspec.Struct, frozen=True):
     protected: tuple[str, ...] = ()
     masks: tuple[Mask, ...] = ()
     runtime: tuple[str, ...] = ()
+    pinned: tuple[str, ...] = ()
+    """Folders bound onto themselves, writable, so that they cannot be renamed."""
 
 
 class Confinement(msgspec.Struct, frozen=True):
@@ -82,14 +84,20 @@ class Confinement(msgspec.Struct, frozen=True):
         """Look at the disk: protected entries (workspace-write), masked places."""
         roots = self.roots()
         protected: list[str] = []
+        pins: list[str] = []
         if self.mode == "workspace-write":
             from codecoder.permissions.paths import git_guards
 
             scan = scan or FolderScan()
-            for root in roots:
-                guards = git_guards(Path(root))
-                protected += scan.protected(Path(root), guards.hooks, guards.configs)
-        return Layout(roots, tuple(protected), tuple(hidden_places()), runtime_under_tmp())
+            every = [git_guards(Path(root)) for root in roots]
+            hooks = [folder for guards in every for folder in guards.hooks]
+            configs = [config for guards in every for config in guards.configs]
+            for root in roots:  # a root's config may include a file of another root
+                protected += scan.protected(Path(root), hooks, configs)
+                pins += pinned(Path(root), hooks + configs)
+        return Layout(
+            roots, tuple(protected), tuple(hidden_places()), runtime_under_tmp(), tuple(pins)
+        )
 
     def wrap(
         self, argv: Sequence[str], *, cwd: Path | None = None, scan: FolderScan | None = None
@@ -119,6 +127,8 @@ def build_argv(
     bind = "--bind" if confinement.mode == "workspace-write" else "--ro-bind"
     for root in layout.roots:
         args += [bind, root, root]
+    for path in layout.pinned:
+        args += ["--bind", path, path]
     for path in layout.protected:
         args += ["--ro-bind", path, path]
     for mask in layout.masks:

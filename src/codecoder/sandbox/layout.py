@@ -7,9 +7,12 @@ submodule too: rewritten, it would point git elsewhere), every folder shaped lik
 directory (two of the marks in `permissions.paths.GIT_DIR_MARKS`: a planted bare
 repository whose `config` runs a program when git enters it), the hooks folder the
 repository's `core.hooksPath` names, and every config file in the workspace that git's
-config includes (`include.path`; one that does not exist is made, empty, first). So no
-command can plant a hook, rewrite git's config or grant CodeCoder rights in
-`.codecoder/config.toml`, whatever program it runs.
+config includes (`include.path`; one that does not exist is made, empty, first). The
+folders on the way to a hooks folder or an included file are bound onto themselves
+(`pinned`), writable: a mount point cannot be renamed, so no command can move the folder
+aside and make a writable one in its place. So no command can plant a hook, rewrite
+git's config or grant CodeCoder rights in `.codecoder/config.toml`, whatever program it
+runs.
 
 Finding them means walking the workspace before every command (a command may have
 planted a repository since the last one). `FolderScan` keeps each folder's listing with
@@ -197,8 +200,10 @@ class FolderScan:
                 found.append(real)
         for config in configs:
             real = os.path.realpath(config)
-            if _below(real, top) and _made(real):
-                found.append(real)
+            if _below(real, top):
+                entry = _bindable(real, top)
+                if entry is not None:
+                    found.append(entry)
         return _outermost(found)
 
     def _walk(self, top: str) -> list[str]:
@@ -262,18 +267,42 @@ class FolderScan:
         return listing
 
 
-def _made(path: str) -> bool:
-    """Whether `path` exists, made an empty file (and its folders) if it did not."""
+def pinned(root: Path, paths: Iterable[Path]) -> list[str]:
+    """The folders between `root` and each of `paths` (below it), to bind onto themselves:
+    a mount point cannot be renamed or removed, so no command can move a protected
+    file's folder aside and make a new one, with a writable file, in its place."""
+    top = os.path.realpath(root)
+    found: set[str] = set()
+    for path in paths:
+        folder = os.path.dirname(os.path.realpath(path))
+        while _below(folder, top) and os.path.isdir(folder):
+            found.add(folder)
+            folder = os.path.dirname(folder)
+    return sorted(found, key=lambda p: p.split("/"))
+
+
+def _bindable(path: str, top: str) -> str | None:
+    """What to bind read-only so that no command can write `path`: `path` itself, made
+    an empty file (and its folders) when missing, or the entry on its way that is not a
+    folder (it stops `path` from existing, bound it cannot be replaced); None for a
+    dangling link, which bwrap cannot bind."""
+    folder = os.path.dirname(path)
+    on_the_way = [folder]
+    while _below(folder := os.path.dirname(folder), top):
+        on_the_way.append(folder)
+    for entry in reversed(on_the_way):
+        if os.path.lexists(entry) and not os.path.isdir(entry):
+            return entry if os.path.exists(entry) else None
     if os.path.lexists(path):
-        return os.path.exists(path)  # a dangling link: bwrap could not bind it
+        return path if os.path.exists(path) else None
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
     except FileExistsError:
         pass  # made meanwhile: bound as it is
     except OSError:
-        return False
-    return True
+        return None
+    return path
 
 
 def _is_mark(name: str, is_dir: bool, is_file: bool) -> bool:
