@@ -169,3 +169,18 @@ def test_a_link_to_an_included_config_file_asks(tmp_path: Path) -> None:
     policy = RulePolicy(tmp_path, "full-auto")
     assert policy.decide(*call("write_file", path="alias.cfg", content=FSMONITOR)).verdict == "ask"
     assert policy.decide(*run("cp payload alias.cfg")).verdict == "ask"
+
+
+def test_an_include_beside_a_linked_git_folder_is_the_one_git_opens(tmp_path: Path) -> None:
+    """`.git` is a link to `meta/repo.git`: git opens `.git/../local.cfg` as
+    `meta/local.cfg` (the kernel leaves the link's target for `..`), not `local.cfg`."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / "meta").mkdir()
+    (tmp_path / ".git").rename(tmp_path / "meta" / "repo.git")
+    (tmp_path / ".git").symlink_to("meta/repo.git")
+    git = ["git", "-C", str(tmp_path), "config", "include.path", "../local.cfg"]
+    subprocess.run(git, check=True)
+    policy = RulePolicy(tmp_path, "full-auto")
+    decision = policy.decide(*call("write_file", path="meta/local.cfg", content=FSMONITOR))
+    assert decision.verdict == "ask" and "include.path" in decision.reason
+    assert policy.decide(*run("printf x > meta/local.cfg")).verdict == "ask"

@@ -190,9 +190,11 @@ def _git_guards(workspace: Path) -> GitGuards:
             # husky (9) points git at `.husky/_`, whose scripts run the ones in `.husky/`
             hooks.append(found.parent if found.name == "_" else found)
         elif origin.startswith("file:"):  # git names the file from the work tree's top
-            base = (top / origin.removeprefix("file:")).parent
-            written = Path(os.path.normpath(base / os.path.expanduser(value)))
-            configs += dict.fromkeys((written, Path(os.path.realpath(written))))
+            named, value = top / origin.removeprefix("file:"), os.path.expanduser(value)
+            written = Path(os.path.normpath(named.parent / value))
+            # what git opens: `..` after a link (a `.git` that is one) leaves its target
+            opened = Path(os.path.realpath(Path(os.path.realpath(named)).parent / value))
+            configs += dict.fromkeys((written, opened))
     return GitGuards(tuple(hooks), tuple(configs))
 
 
