@@ -193,6 +193,23 @@ def test_the_folders_on_the_way_to_git_s_files_cannot_be_moved_aside(
     assert not pwned.exists()
 
 
+def test_a_nested_repository_cannot_be_moved_aside_and_made_again(
+    manager: ProcessManager, workspace: Path
+) -> None:
+    """The user's `git status` in `libs/dep` reads `libs/dep/.git/config`: moving `libs`
+    aside and making a new `.git` there would plant one. Folders holding no protected
+    entry still move."""
+    subprocess.run(["git", "init", "-q", str(workspace / "libs" / "dep")], check=True)
+    before = (workspace / "libs" / "dep" / ".git" / "config").read_bytes()
+    (workspace / "docs" / "old").mkdir(parents=True)
+    plant = "mkdir -p libs/dep/.git && echo '[core] fsmonitor = touch pwned' > libs/dep/.git/config"
+    for move in ("mv libs l2", "mv libs/dep libs/d2", "rm -rf libs"):
+        result = run(manager, workspace, f"{move} && {plant}")
+        assert result.status == "error", f"{move}: {result.text}"
+    assert (workspace / "libs" / "dep" / ".git" / "config").read_bytes() == before
+    assert run(manager, workspace, "mv docs/old docs/new && mv docs d2").status == "success"
+
+
 def test_an_include_into_another_root_is_read_only_there(workspace: Path, tmp_path: Path) -> None:
     other = tmp_path / "other"
     other.mkdir()

@@ -92,7 +92,7 @@ def protected_reason(target: Place, roots: Sequence[Path]) -> str | None:
         if shaped is not None:
             return f"it is inside {shaped}, a folder shaped like a git directory"
         for root in roots:
-            guarded = _git_guards(root).guards(candidate)
+            guarded = git_guards(root).guards(candidate)
             if guarded is not None:
                 return guarded
     return None
@@ -150,45 +150,29 @@ class GitGuards(NamedTuple):
 _GUARDED_KEYS = r"^(core\.hookspath|include\.path|includeif\..*\.path)$"
 
 
-def git_guards(workspace: Path) -> GitGuards:
-    """The workspace's GitGuards, as the write check protects them; the sandbox binds
-    them read-only (sandbox/layout.py)."""
-    return _git_guards(workspace)
-
-
 @cache
-def _git_guards(workspace: Path) -> GitGuards:
-    """Read once per workspace, on the first write checked, with one `git config` that
-    follows includes (so an included file's own includes are listed too) and names the
-    file each value came from: an include's relative path is relative to that file's
-    folder, a hooks path to the top of the work tree."""
-    try:
-        done = subprocess.run(
-            [
-                *("git", "-C", str(workspace), "config", "--show-origin", "-z"),
-                *("--get-regexp", _GUARDED_KEYS),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
+def git_guards(workspace: Path) -> GitGuards:
+    """The workspace's GitGuards, as the write check protects them and the sandbox binds
+    them read-only (sandbox/layout.py). Read once per workspace, on the first write
+    checked, with one `git config` that follows includes (so an included file's own
+    includes are listed too) and names the file each value came from: an include's
+    relative path is relative to that file's folder, a hooks path to the top of the work
+    tree."""
+    found = _git(workspace, "config", "--show-origin", "-z", "--get-regexp", _GUARDED_KEYS)
+    if not found:
         return GitGuards()
-    if done.returncode != 0:
-        return GitGuards()
-    fields = done.stdout.split("\0")
+    fields = found.split("\0")
     hooks: list[Path] = []
     configs: list[Path] = []
-    top = _top_level(workspace) if len(fields) > 1 else workspace
+    top = Path(_git(workspace, "rev-parse", "--show-toplevel").strip() or workspace)
     for origin, entry in zip(fields[0::2], fields[1::2], strict=False):
         key, _, value = entry.partition("\n")
         if not value:
             continue
         if key == "core.hookspath":
-            found = Path(os.path.realpath(top / os.path.expanduser(value)))
+            found_hooks = Path(os.path.realpath(top / os.path.expanduser(value)))
             # husky (9) points git at `.husky/_`, whose scripts run the ones in `.husky/`
-            hooks.append(found.parent if found.name == "_" else found)
+            hooks.append(found_hooks.parent if found_hooks.name == "_" else found_hooks)
         elif origin.startswith("file:"):  # git names the file from the work tree's top
             named, value = top / origin.removeprefix("file:"), os.path.expanduser(value)
             written = Path(os.path.normpath(named.parent / value))
@@ -198,20 +182,19 @@ def _git_guards(workspace: Path) -> GitGuards:
     return GitGuards(tuple(hooks), tuple(configs))
 
 
-def _top_level(workspace: Path) -> Path:
-    """The top of the work tree holding `workspace` (git runs from there), or
-    `workspace` outside any."""
+def _git(workspace: Path, *args: str) -> str:
+    """What `git -C workspace ARGS` prints, or "" when it fails or finds nothing."""
     try:
-        top = subprocess.run(
-            ["git", "-C", str(workspace), "rev-parse", "--show-toplevel"],
+        done = subprocess.run(
+            ["git", "-C", str(workspace), *args],
             capture_output=True,
             text=True,
             timeout=10,
             check=False,
-        ).stdout.strip()
+        )
     except (OSError, subprocess.SubprocessError):
-        top = ""
-    return Path(top) if top else workspace
+        return ""
+    return done.stdout if done.returncode == 0 else ""
 
 
 def _protected_component(path: Path, roots: Sequence[Path]) -> str | None:

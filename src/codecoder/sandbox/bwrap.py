@@ -93,8 +93,9 @@ class Confinement(msgspec.Struct, frozen=True):
             hooks = [folder for guards in every for folder in guards.hooks]
             configs = [config for guards in every for config in guards.configs]
             for root in roots:  # a root's config may include a file of another root
-                protected += scan.protected(Path(root), hooks, configs)
-                pins += pinned(Path(root), hooks + configs)
+                entries = scan.protected(Path(root), hooks, configs)
+                protected += entries
+                pins += pinned(root, entries)
         return Layout(
             roots, tuple(protected), tuple(hidden_places()), runtime_under_tmp(), tuple(pins)
         )

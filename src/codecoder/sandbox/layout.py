@@ -8,9 +8,9 @@ directory (two of the marks in `permissions.paths.GIT_DIR_MARKS`: a planted bare
 repository whose `config` runs a program when git enters it), the hooks folder the
 repository's `core.hooksPath` names, and every config file in the workspace that git's
 config includes (`include.path`; one that does not exist is made, empty, first). The
-folders on the way to a hooks folder or an included file are bound onto themselves
-(`pinned`), writable: a mount point cannot be renamed, so no command can move the folder
-aside and make a writable one in its place. So no command can plant a hook, rewrite
+folders on the way to each of these are bound onto themselves (`pinned`), writable: a
+mount point cannot be renamed, so no command can move the folder aside and make a
+writable one in its place. So no command can plant a hook, rewrite
 git's config or grant CodeCoder rights in `.codecoder/config.toml`, whatever program it
 runs.
 
@@ -267,15 +267,15 @@ class FolderScan:
         return listing
 
 
-def pinned(root: Path, paths: Iterable[Path]) -> list[str]:
-    """The folders between `root` and each of `paths` (below it), to bind onto themselves:
-    a mount point cannot be renamed or removed, so no command can move a protected
-    file's folder aside and make a new one, with a writable file, in its place."""
-    top = os.path.realpath(root)
+def pinned(root: str, protected: Iterable[str]) -> list[str]:
+    """The folders between `root` and each protected entry (real paths), to bind onto
+    themselves: a mount point cannot be renamed or removed, so no command can move a
+    protected entry's folder aside and make a new one, with a writable entry (a `.git`
+    with a planted config, an included file, a hook), in its place."""
     found: set[str] = set()
-    for path in paths:
-        folder = os.path.dirname(os.path.realpath(path))
-        while _below(folder, top) and os.path.isdir(folder):
+    for path in protected:
+        folder = os.path.dirname(path)
+        while _below(folder, root) and os.path.isdir(folder):
             found.add(folder)
             folder = os.path.dirname(folder)
     return sorted(found, key=lambda p: p.split("/"))
