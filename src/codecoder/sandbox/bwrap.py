@@ -18,7 +18,9 @@ Order matters: bwrap applies its mounts one after another, later over earlier.
                                   --ro-bind, so that one under /tmp is there at all)
     --ro-bind P P                 each protected entry inside a writable root
     the other masks               --perms 0000 --tmpfs DIR, --ro-bind /dev/null FILE
-    --unshare-pid --die-with-parent --new-session --cap-drop ALL [--unshare-net]
+    --unshare-pid --unshare-ipc   alone in a pid namespace; no SysV IPC or POSIX message
+                                  queues shared with the host
+    --die-with-parent --new-session --cap-drop ALL [--unshare-net]
     --chdir CWD -- ARGV
 """
 
@@ -31,7 +33,7 @@ from typing import Literal
 
 import msgspec
 
-from codecoder.sandbox.layout import FolderScan, Mask, hidden_places, pinned
+from codecoder.sandbox.layout import FolderScan, Mask, hidden_places, hold_places, pinned
 
 ConfinedMode = Literal["workspace-write", "read-only"]
 
@@ -93,6 +95,7 @@ class Confinement(msgspec.Struct, frozen=True):
             hooks = [folder for guards in every for folder in guards.hooks]
             configs = [config for guards in every for config in guards.configs]
             for root in roots:  # a root's config may include a file of another root
+                hold_places(root)
                 entries = scan.protected(Path(root), hooks, configs)
                 protected += entries
                 pins += pinned(root, entries)
@@ -185,7 +188,14 @@ def probe_argv(bwrap: str) -> list[str]:
 
 
 _BASE = ("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
-_NAMESPACES = ("--unshare-pid", "--die-with-parent", "--new-session", "--cap-drop", "ALL")
+_NAMESPACES = (
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--die-with-parent",
+    "--new-session",
+    "--cap-drop",
+    "ALL",
+)
 
 
 def _mask_args(mask: Mask) -> list[str]:

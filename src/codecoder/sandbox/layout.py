@@ -24,11 +24,24 @@ could leave the mtime unchanged. Symlinks are not followed (a write through one 
 outside the workspace meets the read-only root). What a command creates is protected
 from the next command on, not within the command that creates it.
 
+**Absent entries are protected too.** A `.git` or `.codecoder` that does not exist at
+the top of a writable root could be made by a command (`git init` with a config whose
+filter the next session's own `git status` runs; a `.codecoder/config.toml` that gives
+the next session rights), and bwrap can only bind what exists. `hold_places` makes each
+missing one an empty folder on the host before the scan, so it is bound read-only like
+one that was there. git skips an empty `.git` (it is no repository: discovery goes on
+upwards, and `git init` fills it), and an empty `.codecoder` holds no settings. So does
+`protected` for a hooks folder or an included config file that git's config names but
+that does not exist yet. Deeper down, `.git` and `.codecoder` are protected where they
+exist: one command can still make `sub/.git` and write into it (docs/sandbox.md, "What
+it does not protect").
+
 **Masked places** (an empty folder no one may open, or an empty file, over the real
 one): credential folders and files in the home folder, CodeCoder's own config and data
 (the sessions of every project), the runtime folder (`$XDG_RUNTIME_DIR`: the D-Bus and
 systemd user sockets, through which a command could have something run outside, and
-CodeCoder's daemon socket), and the sockets of container engines and the system bus.
+CodeCoder's daemon socket), every user's runtime folder, and the sockets of container
+engines, the system bus, databases and other services under `/run` (`SYSTEM_SOCKETS`).
 """
 
 from __future__ import annotations
@@ -87,15 +100,29 @@ HOME_CREDENTIALS = (
 """Below the home folder: keys, tokens, cookie jars."""
 
 SYSTEM_SOCKETS = (
+    "/run/user",
+    "/run/dbus",
     "/run/docker.sock",
-    "/var/run/docker.sock",
-    "/run/containerd/containerd.sock",
-    "/run/podman/podman.sock",
-    "/run/dbus/system_bus_socket",
-    "/var/run/dbus/system_bus_socket",
+    "/run/docker",
+    "/run/containerd",
+    "/run/podman",
+    "/run/libvirt",
+    "/run/snapd.socket",
+    "/run/snapd-snap.socket",
     "/run/systemd/private",
+    "/run/systemd/journal",
+    "/run/postgresql",
+    "/run/mysqld",
+    "/run/redis",
+    "/run/cups",
+    "/run/avahi-daemon",
 )
-"""Sockets through which a process can have something started outside the sandbox."""
+"""Sockets of the host, and the folders that hold them, through which a process could
+have something started outside the sandbox (a container engine, the system bus,
+systemd, every user's runtime folder: session buses, agents, keyrings), reach a
+database as the user (PostgreSQL and MySQL trust a local socket's peer), print, or write
+the system log. `/var/run` is a link to `/run` (masked by real path). What stays
+visible under `/run`, and why, is listed in docs/sandbox.md."""
 
 
 class Mask(NamedTuple):
@@ -189,19 +216,17 @@ class FolderScan:
     ) -> list[str]:
         """The real paths below (or at) `root` to bind read-only, parents before children;
         `hooks` are core.hooksPath folders, `configs` the config files git's config
-        includes (each kept when inside `root`). An included file that does not exist is
-        made, empty, so that it can be bound: else the command could write it."""
+        includes (each kept when inside `root`). A hooks folder or an included file that
+        does not exist is made, empty, so that it can be bound: else the command could
+        write it (an empty hooks folder holds no hook, an empty include sets nothing)."""
         top = os.path.realpath(root)
         with self._lock:
             found = self._walk(top)
-        for folder in hooks:
-            real = os.path.realpath(folder)
-            if (real == top or _below(real, top)) and os.path.isdir(real):
-                found.append(real)
-        for config in configs:
-            real = os.path.realpath(config)
-            if _below(real, top):
-                entry = _bindable(real, top)
+        wanted = [(folder, True) for folder in hooks] + [(config, False) for config in configs]
+        for path, is_folder in wanted:
+            real = os.path.realpath(path)
+            if _below(real, top) or (is_folder and real == top):
+                entry = _bindable(real, top, is_folder=is_folder)
                 if entry is not None:
                     found.append(entry)
         return _outermost(found)
@@ -267,6 +292,16 @@ class FolderScan:
         return listing
 
 
+def hold_places(root: str) -> None:
+    """Make `.git` and `.codecoder` at the top of `root` empty folders where no entry of
+    that name (not even a dangling link) exists (the module docstring says why)."""
+    for name in PROTECTED_NAMES:
+        try:
+            os.mkdir(os.path.join(root, name), 0o755)
+        except OSError:
+            continue  # there already (made meanwhile too), or the root is not writable
+
+
 def pinned(root: str, protected: Iterable[str]) -> list[str]:
     """The folders between `root` and each protected entry (real paths), to bind onto
     themselves: a mount point cannot be renamed or removed, so no command can move a
@@ -281,11 +316,12 @@ def pinned(root: str, protected: Iterable[str]) -> list[str]:
     return sorted(found, key=lambda p: p.split("/"))
 
 
-def _bindable(path: str, top: str) -> str | None:
+def _bindable(path: str, top: str, *, is_folder: bool = False) -> str | None:
     """What to bind read-only so that no command can write `path`: `path` itself, made
-    an empty file (and its folders) when missing, or the entry on its way that is not a
-    folder (it stops `path` from existing, bound it cannot be replaced); None for a
-    dangling link, which bwrap cannot bind."""
+    an empty file (an empty folder with `is_folder`; and the folders on its way) when
+    missing, or the entry on its way that is not a folder (it stops `path` from
+    existing, bound it cannot be replaced); None for a dangling link, which bwrap cannot
+    bind."""
     folder = os.path.dirname(path)
     on_the_way = [folder]
     while _below(folder := os.path.dirname(folder), top):
@@ -296,8 +332,9 @@ def _bindable(path: str, top: str) -> str | None:
     if os.path.lexists(path):
         return path if os.path.exists(path) else None
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
+        os.makedirs(path if is_folder else os.path.dirname(path), exist_ok=True)
+        if not is_folder:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644))
     except FileExistsError:
         pass  # made meanwhile: bound as it is
     except OSError:
