@@ -15,8 +15,8 @@ import pytest
 
 from codecoder import paths
 from codecoder.context import fragments
-from codecoder.context.files import find_repo_root
 from codecoder.context.prompt import PromptBuilder
+from codecoder.hostgit import repository_top
 from tests.context.helpers import git, skill_md, write
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -97,7 +97,7 @@ def test_malformed_skill_is_left_out_and_reported(repo: Path) -> None:
 
 
 def test_outside_a_repository_only_the_workspace_counts(tmp_path: Path) -> None:
-    if find_repo_root(tmp_path) is not None:
+    if repository_top(tmp_path) is not None:
         pytest.skip("the temp dir is inside a git repository")
     write(tmp_path / "AGENTS.md", "PARENT RULES\n")
     workspace = tmp_path / "work"
@@ -109,7 +109,7 @@ def test_outside_a_repository_only_the_workspace_counts(tmp_path: Path) -> None:
 
 
 def test_nothing_to_add_leaves_only_base_and_environment(tmp_path: Path) -> None:
-    if find_repo_root(tmp_path) is not None:
+    if repository_top(tmp_path) is not None:
         pytest.skip("the temp dir is inside a git repository")
     prompt = PromptBuilder(tmp_path).system_prompt()
     base, environment = prompt.split("\n\n# Environment\n")

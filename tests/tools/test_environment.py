@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from codecoder.hostgit import repository_top
 from codecoder.kernel.ports import ToolContext
 from codecoder.tools.environment import (
     ChildEnvironment,
     add_git_safety,
     git_ceiling,
     is_secret_name,
-    repository_top,
     scrub,
     strip_url_credentials,
 )
@@ -196,6 +196,8 @@ def test_the_ceiling_is_above_the_repository_that_holds_the_workspace(tmp_path: 
     plain.mkdir(parents=True)
     deep.mkdir(parents=True)
     (repo / ".git").mkdir()
+    (repo / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (deep / ".git").mkdir()  # empty: the sandbox's placeholder, which git skips too
     worktree = tmp_path / "wt"
     worktree.mkdir()
     (worktree / ".git").write_text("gitdir: /elsewhere\n")  # a linked worktree

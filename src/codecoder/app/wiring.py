@@ -422,7 +422,7 @@ def _sandbox(options: AgentOptions, user_config: dict[str, Any], policy: RulePol
             network_for = NetworkAllow(allow, str(paths.config_dir() / "config.toml"), policy.scope)
         except ConfigError as exc:
             raise WiringError(str(exc)) from exc
-    from codecoder.permissions.writes import writes_nothing
+    from codecoder.permissions.writes import reads_repository, writes_nothing
 
     sandbox = Sandbox(
         mode,
@@ -430,6 +430,7 @@ def _sandbox(options: AgentOptions, user_config: dict[str, Any], policy: RulePol
         network=network,
         network_for=network_for,
         reads_only=writes_nothing,
+        reads_repository=reads_repository,
     )
     try:
         sandbox.check()

@@ -21,12 +21,14 @@ commands here run unconfined, as the user, so none of them may take orders from 
   could run a program from a repository's own config (`uploadpack.packObjectsHook`).
 - The diff never reads the clone's `.git`: the agent ran there and, unsandboxed, could
   have written `.git/config` (a `filter.x.clean` program runs on `git add`, a
-  `diff.external` on `git diff`). It is made in a git dir of ours, created after the run
-  beside the clone by hand (`HEAD`, `refs/`, `objects/`: the layout git requires, and no
-  process to start), whose objects are the clone's (`objects/info/alternates`) and which
-  has no config: `GIT_DIR=ours GIT_WORK_TREE=clone`, read the starting commit
-  into a private index, `add -A` (new untracked files included; `.gitignore` files are
-  data and are honoured, the clone's `.git/info/exclude` is not read), and
+  `diff.external` on `git diff`). It is made in a git dir of ours (`hostgit.shadow`), created
+  after the run beside the clone by hand (`HEAD`, `refs/`, `objects/`: the layout git
+  requires, and no process to start), whose objects are the clone's
+  (`objects/info/alternates`) and which has no config, with neither the user's system
+  nor global config read (`hostgit.environment`): `GIT_DIR=ours GIT_WORK_TREE=clone`,
+  read the starting commit into a private index, `add -A` (new untracked files
+  included; `.gitignore` files are data and are honoured, the clone's
+  `.git/info/exclude` is not read), and
   `diff --cached --binary --no-ext-diff --no-textconv` against the starting commit.
 - Variables that point git at another repository (`GIT_DIR`, `GIT_WORK_TREE`,
   `GIT_INDEX_FILE`, …, set when `codecoder batch` runs inside a git hook) are dropped, and
@@ -44,6 +46,8 @@ import stat
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
+
+from codecoder import hostgit
 
 SAFE_CONFIG = (
     "core.hooksPath=/dev/null",
@@ -137,11 +141,8 @@ def _resolve(workspace: Path, ref: str) -> str:
 def diff(workspace: Path, base: str, scratch: Path) -> str:
     """The patch from commit `base` to the files in `workspace` now, new untracked files
     included, made in a git dir of ours at `scratch` (which must not exist)."""
-    (scratch / "objects" / "info").mkdir(parents=True)
-    (scratch / "refs").mkdir()
-    (scratch / "HEAD").write_text(f"{base}\n")
-    (scratch / "objects" / "info" / "alternates").write_text(f"{workspace / '.git' / 'objects'}\n")
-    env = git_environment() | {
+    hostgit.shadow(scratch, objects=workspace / ".git" / "objects", head=base)
+    env = hostgit.environment() | {
         "GIT_DIR": str(scratch),
         "GIT_WORK_TREE": str(workspace),
         "GIT_INDEX_FILE": str(scratch / "batch-index"),

@@ -43,8 +43,9 @@ import msgspec
 
 from codecoder import paths
 from codecoder.boundary import is_own_database
+from codecoder.hostgit import repository_top
 from codecoder.kernel.cancel import Cancelled, CancelToken
-from codecoder.tools.environment import add_git_safety, git_ceiling, repository_top
+from codecoder.tools.environment import add_git_safety, git_ceiling
 
 MODES = ("100644", "100755", "120000")
 """The modes of a file we restore (a gitlink, 160000, is never restored)."""

@@ -35,13 +35,6 @@ def workspace_path(workspace: Path | str) -> Path:
     return Path(os.path.abspath(workspace))
 
 
-def find_repo_root(cwd: Path) -> Path | None:
-    for folder in (cwd, *cwd.parents):
-        if (folder / ".git").exists():
-            return folder
-    return None
-
-
 def git_dir(root: Path) -> Path:
     """The repository's git folder: `.git`, or where a `.git` file's `gitdir:` points."""
     dot_git = root / ".git"
@@ -66,7 +59,9 @@ def levels(cwd: Path, root: Path | None) -> list[Path]:
 
 def project_levels(workspace: Path | str) -> list[Path]:
     cwd = workspace_path(workspace)
-    return levels(cwd, find_repo_root(cwd))
+    from codecoder.hostgit import repository_top
+
+    return levels(cwd, repository_top(cwd))
 
 
 def display_path(path: Path, root: Path | None) -> str:

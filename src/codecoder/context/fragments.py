@@ -133,31 +133,12 @@ def _changes(root: Path) -> str:
 
 def _changed_files(root: Path) -> int | None:
     """Lines of `git status --porcelain`, None when git is missing, fails or is slow.
+    The repository may have been written by a confined command (a filter in its config
+    would run on the host here), so git looks at it through a git dir of ours
+    (hostgit.py), which names no program."""
+    from codecoder.hostgit import changed_files
 
-    The repository may be untrusted, so its fsmonitor hook is switched off. A clean
-    filter in its config can still run when git rehashes a changed file: the same
-    exposure as running `git status` there by hand (git refuses repositories owned by
-    another user)."""
-    import shutil
-    import subprocess
-
-    git = shutil.which("git")
-    if git is None:
-        return None
-    try:
-        done = subprocess.run(
-            [git, "--no-optional-locks", "-c", "core.fsmonitor=false", "status", "--porcelain"],
-            cwd=root,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=GIT_STATUS_TIMEOUT,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if done.returncode != 0:
-        return None
-    return sum(1 for line in done.stdout.splitlines() if line.strip())
+    return changed_files(root, timeout=GIT_STATUS_TIMEOUT)
 
 
 # --- AGENTS.md and CONTEXT.md ----------------------------------------------------------

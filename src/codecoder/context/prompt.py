@@ -13,8 +13,9 @@ from datetime import date
 from pathlib import Path
 
 from codecoder.context import fragments
-from codecoder.context.files import find_repo_root, levels, workspace_path
+from codecoder.context.files import levels, workspace_path
 from codecoder.context.skills import discover_skills
+from codecoder.hostgit import repository_top
 
 
 class PromptBuilder:
@@ -43,7 +44,7 @@ class PromptBuilder:
 
 def assemble(cwd: Path, today: date) -> tuple[str, tuple[str, ...]]:
     """The prompt text and its warnings."""
-    root = find_repo_root(cwd)
+    root = repository_top(cwd)
     chain = levels(cwd, root)
     warnings: list[str] = []
     catalogue = discover_skills(chain)

@@ -39,6 +39,17 @@ def writes_nothing(command: str, cwd: Path) -> bool:
     return all(map(_reads, parsed.commands)) and not any(map(_writes, parsed.redirects))
 
 
+def reads_repository(command: str, cwd: Path) -> bool:
+    """The Sandbox's `reads_repository`: a line that writes nothing and runs git. git
+    takes the names of programs (filters, diff drivers, a pager, gpg) from the
+    repository's config, which an earlier command may have written, so such a line runs
+    confined read-only even in a session whose commands run unconfined."""
+    if not writes_nothing(command, cwd):
+        return False
+    commands = parse_command(command).commands
+    return any(cmd.argv and cmd.argv[0].text.rsplit("/", 1)[-1] == "git" for cmd in commands)
+
+
 def _reads(cmd: SimpleCommand) -> bool:
     """On the read-only list as it is written (no `NAME=value` prefix, no guess)."""
     return not cmd.guessed and not cmd.assignments and read_only(cmd.argv) is not None

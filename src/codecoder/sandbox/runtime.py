@@ -20,6 +20,13 @@ only narrows what a line gets: a misread line's writes fail with "Read-only file
 system" (a hint says why when the line fails). The session's /tmp is made outside the
 workspace for the same reason.
 
+A line that only reads and runs git (`git status`, `git diff | head`) runs read-only
+even where commands run unconfined by default (an approval mode other than `full-auto`,
+no `--sandbox`): git takes program names (filters, diff drivers, a pager, gpg) from the
+repository's config, which an earlier command, approved or confined, may have written;
+read-only and without the network, what such a program does is held (`reads_repository`
+in permissions/writes.py). `--sandbox off`, asked for, leaves it unconfined.
+
 The network is on for every command with `network`, else for the commands `network_for`
 allows (`[sandbox] network_allow`, decided by the permission layer's parser); off for
 the rest.
@@ -64,6 +71,7 @@ class Sandbox:
         network: bool = False,
         network_for: Callable[[str, Path], bool] | None = None,
         reads_only: Callable[[str, Path], bool] | None = None,
+        reads_repository: Callable[[str, Path], bool] | None = None,
         bwrap: str | None = None,
         prober: Callable[[str | None], Probe] = probe,
     ) -> None:
@@ -72,6 +80,7 @@ class Sandbox:
         self._approval = approval
         self._network_for = network_for
         self._reads_only = reads_only
+        self._reads_repository = reads_repository
         self._bwrap = bwrap
         self._prober = prober
         self._scan = FolderScan()
@@ -126,10 +135,13 @@ class Sandbox:
         """How `command` (in `cwd`) runs now: None when unconfined. Raises
         SandboxUnavailable when a mode was asked for and bwrap has stopped working."""
         mode = self.mode()
-        if mode == "off":
-            return None
         where = cwd or workspace
-        reads_only = (
+        guarded = False
+        if mode == "off":
+            if not self._guards_git_read(command, where):
+                return None
+            mode, guarded = "read-only", True
+        reads_only = guarded or (
             mode == "workspace-write"
             and command is not None
             and self._reads_only is not None
@@ -148,6 +160,17 @@ class Sandbox:
             bwrap=self._path(),
             tmp=self._session_tmp((workspace, *extra_roots)),
             reads_only=reads_only,
+        )
+
+    def _guards_git_read(self, command: str | None, where: Path) -> bool:
+        """Whether a line run where commands are unconfined by default (not `--sandbox
+        off`) is one that only reads with git, and bwrap works: the module docstring."""
+        return (
+            self.explicit is None
+            and command is not None
+            and self._reads_repository is not None
+            and self._reads_repository(command, where)
+            and self.probe().works
         )
 
     def confine_search(self, workspace: Path) -> Confinement | None:

@@ -148,18 +148,11 @@ def scrub(
     return out
 
 
-def repository_top(path: Path) -> Path | None:
-    """The nearest folder at or above `path` that holds a `.git` (folder or file: a
-    worktree or submodule), found by looking, without running git."""
-    for folder in (path, *path.parents):
-        if os.path.lexists(folder / ".git"):
-            return folder
-    return None
-
-
 def git_ceiling(workspace: Path) -> Path:
     """The folder git's discovery must not enter: the parent of the workspace's
     repository, or of the workspace when it is in none."""
+    from codecoder.hostgit import repository_top
+
     top = repository_top(workspace) or workspace
     return top.parent
 
