@@ -155,6 +155,9 @@ class HookTable(_Table, frozen=True, forbid_unknown_fields=True):
     """pre_tool / post_tool only: tool names (`*` globs, `|` between alternatives)."""
     timeout: Seconds = 60.0
     """Seconds before the hook's process tree is killed."""
+    sandbox: bool = True
+    """false: runs on the host where the session's commands are confined. Only the user's
+    own hooks: a project's hook that says so does not run (hooks/config.py)."""
 
 
 class HooksTable(_Table, frozen=True, forbid_unknown_fields=True):

@@ -30,12 +30,18 @@ def toml(value: str) -> str:
 
 
 def exec_json(
-    workspace: Path, replies: list[Any], *extra: str, task: str = "go", timeout: float = 60
+    workspace: Path,
+    replies: list[Any],
+    *extra: str,
+    task: str = "go",
+    timeout: float = 60,
+    mode: tuple[str, ...] = UNCONFINED,
 ) -> tuple[int, list[dict[str, Any]], str]:
+    """`codecoder exec --json` on a script; `mode`: the approval and sandbox flags."""
     script = workspace.parent / f"{workspace.name}-script.json"
     script.write_text(json.dumps(replies))
     result = subprocess.run(
-        [*CLI, "exec", "--json", *UNCONFINED, *extra, "--script", str(script), "-C",
+        [*CLI, "exec", "--json", *mode, *extra, "--script", str(script), "-C",
          str(workspace), task],
         capture_output=True,
         text=True,

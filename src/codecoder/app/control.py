@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from codecoder.checkpoints.record import Checkpoints
     from codecoder.hooks.config import HookSet
     from codecoder.hooks.runner import HookRunner
+    from codecoder.sandbox.runtime import Sandbox
     from codecoder.tools.process import ProcessManager
 
 
@@ -78,13 +79,18 @@ def _has_project_hooks(workspace: Path) -> bool:
 
 
 def hook_runner(
-    found: HookSet | None, manager: ProcessManager, workspace: Path, session_id: str
+    found: HookSet | None,
+    manager: ProcessManager,
+    workspace: Path,
+    session_id: str,
+    sandbox: Sandbox,
 ) -> HookRunner | None:
+    """The session's hooks, run in the sandbox its commands get (docs/hooks.md)."""
     if found is None:
         return None
     from codecoder.hooks.runner import HookRunner
 
-    return HookRunner(found, manager, workspace, session_id)
+    return HookRunner(found, manager, workspace, session_id, sandbox=sandbox)
 
 
 def checkpoints(store: SessionStore, session_id: str, workspace: Path, log: TurnLog) -> Checkpoints:

@@ -285,7 +285,7 @@ def build_agent(options: AgentOptions, workspace: Path) -> AgentSetup:
         raise WiringError(str(exc)) from exc
     manager = ProcessManager(environment=_child_environment(user_config))
     mcp = _start_mcp(servers)
-    hooks = control.hook_runner(hook_set, manager, workspace, session_id)
+    hooks = control.hook_runner(hook_set, manager, workspace, session_id, sandbox)
     kept = control.checkpoints(store, session_id, workspace, log)
     wrap = control.tool_wrapper(kept, hooks)
     tools = default_tools(

@@ -35,7 +35,7 @@ def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
 
 def run_list(options: argparse.Namespace) -> int:
     from codecoder.config import ConfigError, user_config
-    from codecoder.hooks.config import Approvals, hooks_of, project_hooks, unapproved
+    from codecoder.hooks.config import Approvals, hooks_of, project_hooks, unapproved, unconfined
     from codecoder.permissions.trust import is_trusted
 
     workspace = _workspace(options.cwd)
@@ -59,6 +59,8 @@ def run_list(options: argparse.Namespace) -> int:
     for spec in theirs:
         if not trusted:
             state = "not run (folder not trusted: codecoder trust)"
+        elif not spec.sandbox:
+            state = unconfined(spec).split(":", 1)[0].removeprefix("project hook ")
         elif approved.has(spec):
             state = "runs"
         else:
@@ -83,9 +85,13 @@ def run_approve(options: argparse.Namespace) -> int:
     if not theirs:
         print(f"{workspace} has no project hooks (.codecoder/config.toml)")
         return EXIT_OK
-    print(f"approving the hooks of {workspace}; each runs as you, outside the sandbox:")
+    print(
+        f"approving the hooks of {workspace}; each runs as you, in the sandbox when the "
+        "session's commands run in one:"
+    )
     for spec in theirs:
-        print(f"  {spec.describe()}   ({spec.source})")
+        never = "" if spec.sandbox else "   never runs: sandbox = false is for your own config only"
+        print(f"  {spec.describe()}   ({spec.source}){never}")
     Approvals.load().approve(str(workspace), theirs)
     if not is_trusted(workspace):
         print("they run once the folder is trusted: codecoder trust")

@@ -10,8 +10,9 @@ exit 2 blocks with stderr as the reason, any other exit is a warning.
   digest, as for MCP project servers), so a repository cannot run a command by planting
   or changing a hook (CVE-2025-59536: hooks that ran before the trust dialog).
 - runner.py: runs the hooks of an event through the session's ProcessManager (their trees
-  killed on cancel and at their timeout), outside the model's sandbox: they are the
-  user's commands, like plan gates.
+  killed on cancel and at their timeout), in the sandbox mode the model's commands get,
+  like plan gates: a hook runs workspace content. Only the user's own hook may say
+  `sandbox = false`.
 - bridge.py: where hooks meet the agent, all at the edge: a tool wrapper (pre_tool,
   post_tool), the kernel's PromptGate and StopGate ports (session_start, user_prompt,
   stop), the compactor's gate (pre_compact), and a ToolSource whose notices carry the

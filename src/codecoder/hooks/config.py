@@ -8,6 +8,11 @@ approval is a digest of the folder, the event, the command and the matcher, kept
 the approval does not run until the user approves again; the session says so. An
 untrusted folder's files are not even read. What an approved command reads (a script in
 the repository) is not covered: approve a command you would run yourself.
+
+Where the session's commands are confined, hooks are too (runner.py). `sandbox = false`
+takes a hook out of the sandbox only in the user's config: a project's hook that says so
+does not run, approved or not, since a repository must not be able to take the sandbox
+away from what runs its files (issue 25, item 3).
 """
 
 from __future__ import annotations
@@ -51,6 +56,9 @@ class HookSpec(msgspec.Struct, frozen=True):
     timeout: float = 60.0
     workspace: str = ""
     """The folder a project hook belongs to."""
+    sandbox: bool = True
+    """False: runs on the host even where the session's commands are confined (the
+    user's hooks only: `select`)."""
 
     def matches(self, tool: str | None) -> bool:
         """Whether the hook runs for this tool (`matcher`: `*` globs, `|` between
@@ -132,11 +140,22 @@ def select(workspace: Path, user: Mapping[str, Any], *, trusted: bool) -> HookSe
     chosen = list(mine)
     left_out: list[tuple[HookSpec, str]] = []
     for spec in project_hooks(workspace):
-        if approved.has(spec):
+        if not spec.sandbox:
+            left_out.append((spec, unconfined(spec)))
+        elif approved.has(spec):
             chosen.append(spec)
         else:
             left_out.append((spec, unapproved(spec, approved)))
     return HookSet(hooks=tuple(chosen), left_out=tuple(left_out))
+
+
+def unconfined(spec: HookSpec) -> str:
+    """Why a project hook with `sandbox = false` does not run (only the user's config may
+    take a hook out of the sandbox)."""
+    return (
+        f"project hook not run (sandbox = false): {spec.describe()} in {spec.source}; only "
+        "your own config may run a hook outside the sandbox"
+    )
 
 
 def unapproved(spec: HookSpec, approved: Approvals) -> str:

@@ -2,11 +2,19 @@
 
 Each hook is `bash -c COMMAND` in the workspace, run by the session's ProcessManager: in
 a process group of its own, its whole tree killed when the turn is cancelled, at its
-`timeout`, or if CodeCoder dies (the watchdog). It is not confined by the sandbox: a hook
-is the user's own command, as a plan gate is. It sees the environment commands see
+`timeout`, or if CodeCoder dies (the watchdog). It sees the environment commands see
 (secrets scrubbed, git kept in the repository: tools/environment.py) plus
 CODECODER_HOOK_EVENT, CODECODER_SESSION_ID and CODECODER_PROJECT_DIR, and reads one JSON
 object on stdin.
+
+It runs in the sandbox mode the model's commands get at that moment, as a plan gate does
+(plan/gates.py): a hook runs workspace content (`make -s test` runs the Makefile the model
+wrote), so run on the host it would do what the sandbox refused the model's commands
+(issue 25, item 3). Same network rules, same private /tmp; no escalation, since a hook is
+the user's command: `sandbox = false` in the user's own config runs it on the host
+(config.py refuses it from a project). A sandbox that was asked for and stopped working
+makes the hook one that could not start, never an unconfined run. A confined hook that
+fails says what the sandbox may have blocked (sandbox/hints.py).
 
 The hooks of an event run one after another, in the order configured (the user's before
 a project's); the first that exits 2 blocks, and the rest do not run. Exit 0 goes on
@@ -20,18 +28,24 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from codecoder.hooks.config import HookEvent, HookSet, HookSpec
 from codecoder.kernel.cancel import Cancelled, CancelToken
-from codecoder.tools.process import ProcessManager
+from codecoder.tools.process import CommandOutcome, ProcessManager
+
+if TYPE_CHECKING:
+    from codecoder.sandbox.bwrap import Confinement
+    from codecoder.sandbox.runtime import Sandbox
 
 MAX_CONTEXT = 10_000
 """Characters of a hook's stdout given to the model (the rest is cut, and it says so)."""
 MAX_REASON = 4_000
 """Characters of a blocking hook's stderr given as the reason."""
+REMEDY = "A hook of your own config that needs it can say `sandbox = false` (docs/hooks.md)."
+"""How a hook the sandbox blocked gets more: the user's to decide, not the model's."""
 
 
 class HookResult(msgspec.Struct):
@@ -46,8 +60,9 @@ class HookResult(msgspec.Struct):
 
 
 class HookRunner:
-    """Runs a session's hooks. `turn` says the running turn (for the JSON); warnings of
-    hooks that have no tool call to report them on wait in `take_notices`."""
+    """Runs a session's hooks, confined as `sandbox` confines a command (None: none is).
+    `turn` says the running turn (for the JSON); warnings of hooks that have no tool
+    call to report them on wait in `take_notices`."""
 
     def __init__(
         self,
@@ -56,12 +71,14 @@ class HookRunner:
         workspace: Path,
         session_id: str,
         *,
+        sandbox: Sandbox | None = None,
         turn: Callable[[], int] = lambda: 0,
     ) -> None:
         self.hooks = hooks
         self.manager = manager
         self.workspace = workspace
         self.session_id = session_id
+        self.sandbox = sandbox
         self.turn = turn
         self._lock = threading.Lock()
         self._notices: list[str] = [reason for _, reason in hooks.left_out]
@@ -87,10 +104,11 @@ class HookRunner:
         contexts: list[str] = []
         for spec in specs:
             result.ran += 1
-            outcome = self._run_one(spec, body, cancel)
-            if isinstance(outcome, str):  # could not start
-                result.warnings.append(f"{_who(spec)} could not run: {outcome}")
+            ran = self._run_one(spec, body, cancel)
+            if isinstance(ran, str):  # could not start
+                result.warnings.append(f"{_who(spec)} could not run: {ran}")
                 continue
+            outcome, confinement = ran
             if outcome.ended == "cancelled" or cancel.is_cancelled():
                 raise Cancelled(cancel.reason)
             if outcome.ended == "timeout":
@@ -105,7 +123,7 @@ class HookRunner:
                 result.blocked = reason or f"{_who(spec)} exited 2 (no reason on stderr)"
                 break
             else:
-                result.warnings.append(_failed(spec, outcome.returncode, outcome.errors))
+                result.warnings.append(_failed(spec, outcome, confinement))
         result.context = _cut("\n\n".join(contexts), MAX_CONTEXT)
         return result
 
@@ -129,14 +147,28 @@ class HookRunner:
             **extra,
         }
 
-    def _run_one(self, spec: HookSpec, body: bytes, cancel: CancelToken) -> Any:
+    def _run_one(
+        self, spec: HookSpec, body: bytes, cancel: CancelToken
+    ) -> tuple[CommandOutcome, Confinement | None] | str:
+        """The hook's outcome and how it was confined, or why it could not start."""
+        from codecoder.sandbox import SandboxUnavailable
+
         env = {
             "CODECODER_HOOK_EVENT": spec.event,
             "CODECODER_SESSION_ID": self.session_id,
             "CODECODER_PROJECT_DIR": str(self.workspace),
         }
+        confinement = wrap = None
+        if self.sandbox is not None and spec.sandbox:
+            try:
+                confinement = self.sandbox.confine(
+                    self.workspace, command=spec.command, cwd=self.workspace
+                )
+            except SandboxUnavailable as exc:  # asked for and not working: no unconfined run
+                return f"the sandbox cannot run: {exc}"
+            wrap = self.sandbox.wrapper(confinement, self.workspace)
         try:
-            return self.manager.run(
+            outcome = self.manager.run(
                 spec.command,
                 cwd=self.workspace,
                 timeout=spec.timeout,
@@ -144,9 +176,11 @@ class HookRunner:
                 stdin=body,
                 stderr=True,
                 env=env,
+                wrap=wrap,
             )
         except OSError as exc:
             return exc.strerror or str(exc)
+        return outcome, confinement
 
 
 def _who(spec: HookSpec) -> str:
@@ -154,10 +188,26 @@ def _who(spec: HookSpec) -> str:
     return f"{spec.event} hook `{command}`"
 
 
-def _failed(spec: HookSpec, code: int | None, errors: str) -> str:
+def _failed(spec: HookSpec, outcome: CommandOutcome, confinement: Confinement | None) -> str:
+    """The warning of a hook that ended with another exit code or a signal, with what
+    the sandbox may have blocked when it ran confined."""
+    code, errors = outcome.returncode, outcome.errors
     how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited {code}"
     tail = errors.strip().splitlines()[-1:] if errors.strip() else []
-    return f"{_who(spec)} {how}" + (f": {tail[0][:200]}" if tail else "")
+    line = f"{_who(spec)} {how}" + (f": {tail[0][:200]}" if tail else "")
+    hint = _hint(outcome, confinement)
+    return line if hint is None else f"{line} {hint}"
+
+
+def _hint(outcome: CommandOutcome, confinement: Confinement | None) -> str | None:
+    """run_command's hint, read from both streams (a hook's are kept apart)."""
+    if confinement is None:
+        return None
+    from codecoder.sandbox.hints import failure_hint
+    from codecoder.sandbox.layout import hidden_places
+
+    masked = tuple(mask.path for mask in hidden_places())
+    return failure_hint(f"{outcome.errors}\n{outcome.output}", confinement, masked, remedy=REMEDY)
 
 
 def _cut(text: str, limit: int) -> str:

@@ -5,7 +5,8 @@ outside the writable places, or into `.git`, `.codecoder`, a git-shaped folder),
 "Permission denied" naming a masked place (EACCES), a path of the host's /tmp that the
 sandbox's own /tmp does not have, and, with the network off, the ways programs say a
 host cannot be reached. The hint names what the sandbox blocks and how to
-ask for more (`sandbox: false`, which the user is asked to allow). It is a hint, not a
+ask for more (`sandbox: false`, which the user is asked to allow; for a hook, which is
+the user's own command, the hook's `sandbox = false`). It is a hint, not a
 diagnosis: a command may fail for those reasons outside a sandbox too.
 """
 
@@ -42,17 +43,20 @@ _ASK = (
 )
 
 
-def failure_hint(output: str, confinement: Confinement, masked: tuple[str, ...] = ()) -> str | None:
+def failure_hint(
+    output: str, confinement: Confinement, masked: tuple[str, ...] = (), *, remedy: str = _ASK
+) -> str | None:
     """One line for the model when `output` (of a command that failed) shows a write,
     read or connection the sandbox blocks; None when nothing points to the sandbox.
-    `masked` are the hidden places (real paths)."""
+    `masked` are the hidden places (real paths); `remedy` says how to get more (a
+    hook's line is for the user, who alone can take it out: hooks/runner.py)."""
     text = output.lower()
     if "read-only file system" in text:
         if confinement.reads_only:
             return (
                 "[sandbox: the write was blocked; this command line looked read-only "
                 "(programs of the read-only list only), so it ran with only /tmp writable. "
-                f"{_ASK}]"
+                f"{remedy}]"
             )
         where = (
             "the workspace (but not .git, .codecoder or folders shaped like a git "
@@ -60,21 +64,21 @@ def failure_hint(output: str, confinement: Confinement, masked: tuple[str, ...] 
             if confinement.mode == "workspace-write"
             else "only /tmp (read-only mode)"
         )
-        return f"[sandbox: the write was blocked; commands may write {where}. {_ASK}]"
+        return f"[sandbox: the write was blocked; commands may write {where}. {remedy}]"
     if "permission denied" in text and _names_masked(output, masked):
         return (
             "[sandbox: credential folders (~/.ssh, ~/.aws, CodeCoder's config …) are "
-            f"hidden from commands. {_ASK}]"
+            f"hidden from commands. {remedy}]"
         )
     if ("no such file" in text or "nonexistent" in text) and _hosts_tmp(output, confinement):
         return (
             "[sandbox: /tmp is the sandbox's own (it lasts for the session); the host's "
-            f"/tmp outside the workspace is not there. {_ASK}]"
+            f"/tmp outside the workspace is not there. {remedy}]"
         )
     if not confinement.network and any(sign in text for sign in NETWORK_SIGNS):
         return (
             "[sandbox: the network is off for commands (the user can allow it for some "
-            f"commands with [sandbox] network_allow). {_ASK}]"
+            f"commands with [sandbox] network_allow). {remedy}]"
         )
     return None
 
