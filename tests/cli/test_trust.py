@@ -44,6 +44,8 @@ def test_trust_and_untrust(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout == (
         f"trusted: {project}\n  applies .codecoder/config.local.toml (rules: 2 allow, 1 deny)\n"
+        "  allow rules approved as they are now (a change needs `codecoder trust` again):\n"
+        "    run_command(make)\n    run_command(ls)\n"
     )
     assert is_trusted(project)
     assert tomllib.loads(trusted_file().read_text()) == {"folders": [str(project)]}

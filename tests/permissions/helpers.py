@@ -16,6 +16,7 @@ from codecoder.kernel.ports import Risk, Tool
 from codecoder.permissions import RulePolicy
 from codecoder.permissions.modes import ApprovalMode
 from codecoder.permissions.tomlfile import toml_string
+from codecoder.permissions.trust import approve_project, trust
 from codecoder.providers.scripted import ScriptedProvider
 from codecoder.tools.ask import AskUserTool
 from codecoder.tools.files import EditFile, ListDir, ReadFile, WriteFile
@@ -83,6 +84,12 @@ def write_project_rules(workspace: Path, table: dict[str, list[str]], local: boo
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(toml_table("permissions", table))
     return path
+
+
+def trust_folder(workspace: Path) -> None:
+    """Trust the folder and approve its allow rules as they are, as `codecoder trust` does."""
+    trust(workspace)
+    approve_project(workspace)
 
 
 RULES = {"allow": ["run_command(git status)", "run_command(echo:*)"]}

@@ -8,10 +8,10 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from codecoder.permissions import RulePolicy, trust
+from codecoder.permissions import RulePolicy
 from codecoder.permissions.modes import ApprovalMode
 
-from .helpers import call, run, write_project_rules, write_user_rules
+from .helpers import call, run, trust_folder, write_project_rules, write_user_rules
 
 
 @pytest.fixture
@@ -37,7 +37,7 @@ def policy(
     if project is not None:
         write_project_rules(workspace, project)
     if trusted:
-        trust(workspace)
+        trust_folder(workspace)
     return RulePolicy.load(workspace, mode)
 
 
@@ -204,7 +204,7 @@ def test_a_decision_names_its_rule_its_level_and_the_parts_it_read(workspace: Pa
     """What the trace shows of each decision (issue 16)."""
     write_user_rules({"deny": [RM], "allow": [ECHO]})
     write_project_rules(workspace, {"allow": [STATUS]})
-    trust(workspace)
+    trust_folder(workspace)
     chain = RulePolicy.load(workspace)
     denied = chain.decide(*run("echo hi && rm -rf build"))
     assert (denied.verdict, denied.level) == ("deny", "user") and RM in denied.rule

@@ -17,7 +17,7 @@ from codecoder.kernel.ports import Tool
 from codecoder.permissions import RulePolicy
 from codecoder.permissions.chain import is_escalation
 
-from .helpers import run, write_project_rules, write_user_rules
+from .helpers import run, trust_folder, write_project_rules, write_user_rules
 
 
 def escalate(command: str) -> tuple[Tool, ToolCall]:
@@ -70,9 +70,7 @@ def test_a_trusted_projects_unsandboxed_rule_counts_an_untrusted_ones_does_not(
     assert RulePolicy.load(tmp_path, "never-ask").decide(*escalate("make deploy")).verdict == (
         "deny"
     )
-    from codecoder.permissions import trust
-
-    trust(tmp_path)
+    trust_folder(tmp_path)
     assert RulePolicy.load(tmp_path, "never-ask").decide(*escalate("make deploy")).verdict == (
         "allow"
     )

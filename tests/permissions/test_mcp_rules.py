@@ -11,12 +11,12 @@ import pytest
 from codecoder.config import ConfigError
 from codecoder.kernel.messages import ToolCall
 from codecoder.kernel.ports import Risk
-from codecoder.permissions import RulePolicy, trust
+from codecoder.permissions import RulePolicy
 from codecoder.permissions.calls import MCP_PREFIX, Scope, ToolPart, analyse
 from codecoder.permissions.modes import ApprovalMode
 from codecoder.permissions.rules import parse_rule
 
-from .helpers import call, write_project_rules, write_user_rules
+from .helpers import call, trust_folder, write_project_rules, write_user_rules
 
 
 class McpLikeTool:
@@ -47,7 +47,7 @@ def load(
         write_user_rules(user)
     if project is not None:
         write_project_rules(workspace, project)
-        trust(workspace)
+        trust_folder(workspace)
     return RulePolicy.load(workspace, mode)
 
 

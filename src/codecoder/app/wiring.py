@@ -4,7 +4,7 @@ AgentLoop (the package docstring says who uses it)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +15,7 @@ from codecoder.app.options import AgentOptions
 from codecoder.config import ConfigError, Layers, read_toml
 from codecoder.context.compaction import ThreadedCompactor, context_window
 from codecoder.context.prompt import PromptBuilder
+from codecoder.kernel.events import StatusUpdate
 from codecoder.kernel.journal import Journal
 from codecoder.kernel.loop import AgentLoop
 from codecoder.kernel.ports import PermissionPolicy, ProviderClient, Tool
@@ -298,6 +299,8 @@ def build_agent(options: AgentOptions, workspace: Path) -> AgentSetup:
         from codecoder.hooks.bridge import HookGates, HookNotices
 
         source, gates = HookNotices(hooks, mcp), HookGates(hooks, resumed=info is not None)
+    if policy.held_back is not None:
+        source = StartNotices([StatusUpdate("idle", policy.held_back, "permissions")], source)
     loop = AgentLoop(
         provider if mcp is None else mcp.gate(provider),
         filter_tools(tools, options.approval),
@@ -340,6 +343,24 @@ def build_agent(options: AgentOptions, workspace: Path) -> AgentSetup:
             compactor.before = gate = CompactionGate(hooks)
             setup.closers.append(gate.close)  # first: a hook still running is killed
     return setup
+
+
+class StartNotices:
+    """A ToolSource whose tools are `inner`'s (none without one) and whose notices add
+    `lines` known when the session was built (project allow rules not applied), once."""
+
+    def __init__(self, lines: list[StatusUpdate], inner: ToolSource | None) -> None:
+        self._lines = lines
+        self.inner = inner
+
+    def tools(self) -> Sequence[Tool]:
+        return self.inner.tools() if self.inner is not None else ()
+
+    def notices(self) -> Sequence[StatusUpdate]:
+        found = list(self.inner.notices()) if self.inner is not None else []
+        found += self._lines  # the loop says them in the state it is in
+        self._lines = []
+        return found
 
 
 def _journal(log: SessionLog, config: dict[str, Any]) -> Journal:

@@ -1,6 +1,8 @@
 """`codecoder trust [DIR]` and `codecoder untrust [DIR]`: whether a folder's `.codecoder/`
 settings apply (docs/permissions.md, "Trust"). The list lives in
-`$XDG_CONFIG_HOME/codecoder/trusted.toml`, by real path, one folder at a time."""
+`$XDG_CONFIG_HOME/codecoder/trusted.toml`, by real path, one folder at a time. `trust`
+also approves the folder's allow rules as they are then (permissions/trust.py): run again,
+it approves a set that changed since."""
 
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
         "trust",
         help="apply this folder's .codecoder/ settings (project rules)",
         description="Trust a folder: its .codecoder/config.toml and config.local.toml apply "
-        "from the next session on. Subfolders are not included.",
+        "from the next session on, their allow rules as they are now (run it again to "
+        "approve a changed set). Subfolders are not included.",
     )
     trust.add_argument("dir", nargs="?", default=".", metavar="DIR", help="default: here")
     trust.set_defaults(func=run_trust)
@@ -29,7 +32,8 @@ def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
 
 def run_trust(options: argparse.Namespace) -> int:
     from codecoder.config import ConfigError, read_toml
-    from codecoder.permissions.trust import trust
+    from codecoder.permissions.rules import ACTIONS, parse_table
+    from codecoder.permissions.trust import PROJECT_FILES, approve_project, trust
 
     folder = _folder(options.dir)
     if folder is None:
@@ -40,17 +44,27 @@ def run_trust(options: argparse.Namespace) -> int:
         print(f"codecoder trust: {exc}", file=sys.stderr)
         return EXIT_USAGE
     print(f"{'trusted' if changed else 'already trusted'}: {folder}")
-    for name in ("config.toml", "config.local.toml"):
+    broken = False
+    for name in PROJECT_FILES:
         path = folder / ".codecoder" / name
         if not path.exists():
             continue
         try:
-            rules = read_toml(path).get("permissions", {})
+            rules = parse_table(read_toml(path).get("permissions"), str(path))
         except ConfigError as exc:  # trusted all the same: the user can fix the file now
             print(f"warning: {exc}", file=sys.stderr)
+            broken = True
             continue
-        counts = [f"{len(rules[a])} {a}" for a in ("allow", "ask", "deny") if rules.get(a)]
+        found = {action: getattr(rules, action) for action in ACTIONS}
+        counts = [f"{len(found[a])} {a}" for a in ACTIONS if found[a]]
         print(f"  applies .codecoder/{name}" + (f" (rules: {', '.join(counts)})" if counts else ""))
+    if broken:
+        print("  no allow rules approved: fix the file and run `codecoder trust` again")
+        return EXIT_OK
+    approved = approve_project(folder)
+    if approved:
+        print("  allow rules approved as they are now (a change needs `codecoder trust` again):")
+        print("".join(f"    {text}\n" for text in approved), end="")
     return EXIT_OK
 
 

@@ -89,7 +89,8 @@ NoticeSource = Literal[
 ]
 """Who says something worth a line while the agent works: full-auto without its sandbox, an
 MCP server that failed, a hook's warning, a checkpoint not kept, a /compact with nothing to
-do, a reply cut at its token limit, a permission rule that could not be saved."""
+do, a reply cut at its token limit, a permission rule that could not be saved or a
+project's allow rules not applied (not approved as they are)."""
 
 
 class StatusUpdate(msgspec.Struct, frozen=True, tag="status_update", tag_field="type"):

@@ -3,8 +3,8 @@
 `RulePolicy` implements `kernel.ports.PermissionPolicy` with the four-level chain of
 DESIGN.md §5 (chain.py); rules.py is the rule syntax, shell.py the command parser
 (words.py: the wrappers it sees through), fullauto.py what full-auto still asks about,
-modes.py the approval modes, trust.py the trusted-folder list. docs/permissions.md is the
-user's guide.
+modes.py the approval modes, trust.py the trusted folders and their approved allow rules.
+docs/permissions.md is the user's guide.
 """
 
 from codecoder.permissions.chain import RulePolicy

@@ -7,9 +7,10 @@ For each part of a call (calls.py):
    for the session;
 3. session grants (answers "always, this session");
 4. a write to `.git/`, `.codecoder/` or CodeCoder's config asks, whatever the mode;
-5. project rules (`.codecoder/config.toml` + `config.local.toml`, trusted folders only),
-   then user rules (`$XDG_CONFIG_HOME/codecoder/config.toml`): the first level with a
-   matching ask or allow rule decides (ask before allow within a level);
+5. project rules (`.codecoder/config.toml` + `config.local.toml`, trusted folders only;
+   their allow rules only as the set the user approved: trust.py), then user rules
+   (`$XDG_CONFIG_HOME/codecoder/config.toml`): the first level with a matching ask or
+   allow rule decides (ask before allow within a level);
 6. built-in defaults by risk, shaped by the approval mode; a command on the built-in
    read-only list (programs.py) is allowed in every mode.
 
@@ -66,7 +67,13 @@ from codecoder.permissions.rules import (
     parse_table,
     path_rule,
 )
-from codecoder.permissions.trust import is_trusted
+from codecoder.permissions.trust import (
+    applied_rules,
+    approve_rules,
+    approved,
+    is_trusted,
+    project_rules,
+)
 
 _STRICTNESS = {"allow": 0, "ask": 1, "deny": 2}
 _WILDCARD = re.compile(r"[*?\[]")
@@ -122,6 +129,7 @@ class RulePolicy:
         user: RuleSet | None = None,
         project: RuleSet | None = None,
         trusted: bool = False,
+        held_back: str | None = None,
         extra_roots: Sequence[Path] = (),
     ) -> None:
         self.workspace = workspace.resolve()
@@ -139,18 +147,30 @@ class RulePolicy:
         self.edit_tracked_gitignore = False
         """May the first project rule add its file to a .gitignore that git tracks? Set by
         a client that asked the user; otherwise `.codecoder/.gitignore` gets the line."""
+        self.held_back = held_back
+        """Why the project's allow rules do not apply (not approved as they are now), for
+        the session to say once; None when they apply."""
 
     @classmethod
     def load(
         cls, workspace: Path, mode: ApprovalMode = "ask", *, extra_roots: Sequence[Path] = ()
     ) -> RulePolicy:
-        """The policy from the user's config and, if the folder is trusted, the project's."""
+        """The policy from the user's config and, if the folder is trusted, the project's
+        (its allow rules only as approved: trust.py)."""
         trusted = is_trusted(workspace)
         user_file = paths.config_dir() / "config.toml"
         user = parse_table(read_toml(user_file).get("permissions"), str(user_file))
-        project = _project_rules(workspace) if trusted else RuleSet()
+        project, held_back = RuleSet(), None
+        if trusted:
+            project, held_back = applied_rules(workspace, project_rules(workspace))
         return cls(
-            workspace, mode, user=user, project=project, trusted=trusted, extra_roots=extra_roots
+            workspace,
+            mode,
+            user=user,
+            project=project,
+            trusted=trusted,
+            held_back=held_back,
+            extra_roots=extra_roots,
         )
 
     @property
@@ -354,10 +374,14 @@ class RulePolicy:
 
         target = paths.project_dir(self.workspace) / "config.local.toml"
         first = not target.exists()
+        pinned = approved(self.workspace, project_rules(self.workspace).allow)
         for text in dict.fromkeys(texts):
             tomlfile.add_rule(target, "allow", text)
+        written = project_rules(self.workspace)
+        if pinned:  # the user's own answer; a set someone else changed stays unapproved
+            approve_rules(self.workspace, written.allow)
         if self.trusted:
-            project = _project_rules(self.workspace)
+            project, _ = applied_rules(self.workspace, written)
             with self._lock:
                 self._project = project
         if first:
@@ -391,19 +415,6 @@ def _record(
             grants.hosts.add((part.tool, part.host))
         elif isinstance(part, ToolPart):
             grants.tools.add(part.tool)
-
-
-def _project_rules(workspace: Path) -> RuleSet:
-    folder = paths.project_dir(workspace)
-    sets = []
-    for name in ("config.toml", "config.local.toml"):
-        source = folder / name
-        sets.append(parse_table(read_toml(source).get("permissions"), str(source)))
-    return RuleSet(
-        allow=sets[0].allow + sets[1].allow,
-        ask=sets[0].ask + sets[1].ask,
-        deny=sets[0].deny + sets[1].deny,
-    )
 
 
 def _first(rules: tuple[Rule, ...], part: Part, *, loose: bool) -> Rule | None:

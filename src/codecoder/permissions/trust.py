@@ -1,11 +1,21 @@
-"""Which folders' `.codecoder/` settings are applied (`$XDG_CONFIG_HOME/codecoder/trusted.toml`).
+"""Which folders' `.codecoder/` settings are applied (`$XDG_CONFIG_HOME/codecoder/trusted.toml`),
+and which of a trusted folder's allow rules (`$XDG_DATA_HOME/codecoder/rule-approvals.json`).
 
 A repository is untrusted input: its `.codecoder/config.toml` could grant the agent any
 right. So project settings apply only to a folder the user has trusted, recorded by real
 path (a symlink to a trusted folder is the same folder; a copy elsewhere is not). Trust
 is per folder, not inherited by subfolders: trust the folder you run in.
 
-`codecoder trust [DIR]` and `codecoder untrust [DIR]` edit the file; by hand it reads
+Trust alone does not pin what the folder's files say, and a `git pull` (or a command the
+agent ran) can add `allow = ["unsandboxed"]` to them later. So a project's allow rules
+(`config.toml` and `config.local.toml` together) apply only as the set the user approved,
+by digest, like a project's hooks and MCP servers: `codecoder trust` approves the set as
+it is then, and a set changed since applies none of its allow rules until the user runs
+it again; the session says so. An "always, this project" answer approves the set it
+writes, when the set was approved before. Ask and deny rules only take rights away, so
+they apply unapproved.
+
+`codecoder trust [DIR]` and `codecoder untrust [DIR]` edit the trust file; by hand it reads
 
     folders = [
         "/home/me/src/project",
@@ -14,10 +24,18 @@ is per folder, not inherited by subfolders: trust the folder you run in.
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Sequence
 from pathlib import Path
+
+import msgspec
 
 from codecoder import paths
 from codecoder.config import read_toml
+from codecoder.permissions.rules import Rule, RuleSet, parse_table
+
+PROJECT_FILES = ("config.toml", "config.local.toml")
 
 
 def trusted_file() -> Path:
@@ -34,7 +52,7 @@ def is_trusted(workspace: Path) -> bool:
 
 def trust(workspace: Path) -> bool:
     """Record the folder as trusted; False when it already was. The file is rewritten
-    atomically."""
+    atomically. The folder's allow rules apply once approved (`approve_rules`)."""
     folders = trusted_folders()
     real = str(workspace.resolve())
     if real in folders:
@@ -63,3 +81,109 @@ def _write(folders: tuple[str, ...]) -> None:
         f"folders = [\n{lines}]\n"
     )
     atomic_write(trusted_file(), text)
+
+
+# --- the project's allow rules, pinned ---------------------------------------------
+
+
+def project_rules(workspace: Path) -> RuleSet:
+    """The `[permissions]` of both project files, as written (approved or not). Raises
+    ConfigError for a file that cannot be read."""
+    folder = paths.project_dir(workspace)
+    sets = []
+    for name in PROJECT_FILES:
+        source = folder / name
+        sets.append(parse_table(read_toml(source).get("permissions"), str(source)))
+    return RuleSet(
+        allow=sets[0].allow + sets[1].allow,
+        ask=sets[0].ask + sets[1].ask,
+        deny=sets[0].deny + sets[1].deny,
+    )
+
+
+def applied_rules(workspace: Path, rules: RuleSet) -> tuple[RuleSet, str | None]:
+    """What of a trusted folder's `rules` applies: all of them when the allow set is the
+    one approved (or empty), else the ask and deny rules only, with the line that says
+    why."""
+    if not rules.allow:
+        return rules, None
+    approved = Approvals.load()
+    real = str(workspace.resolve())
+    if approved.has(real, rules.allow):
+        return rules, None
+    what = "changed since you approved them" if approved.known(real) else "not approved yet"
+    texts = ", ".join(dict.fromkeys(rule.text for rule in rules.allow))
+    notice = (
+        f"the project's allow rules are not applied ({what}): {texts}; check them in "
+        f"{paths.project_dir(workspace)} and run `codecoder trust` to apply them"
+    )
+    return RuleSet(ask=rules.ask, deny=rules.deny), notice
+
+
+def approve_rules(workspace: Path, allow: Sequence[Rule]) -> None:
+    """Approve exactly this allow set for the folder (its earlier approval is replaced)."""
+    Approvals.load().approve(str(workspace.resolve()), allow)
+
+
+def approve_project(workspace: Path) -> list[str]:
+    """Approve the folder's allow rules as its files hold them now (what trusting it
+    does); the rules approved. Raises ConfigError for a file that cannot be read."""
+    allow = project_rules(workspace).allow
+    if allow:
+        approve_rules(workspace, allow)
+    return list(dict.fromkeys(rule.text for rule in allow))
+
+
+def approved(workspace: Path, allow: Sequence[Rule]) -> bool:
+    """Whether this allow set applies as it is: empty, or the one approved."""
+    return not allow or Approvals.load().has(str(workspace.resolve()), allow)
+
+
+def approvals_file() -> Path:
+    return paths.data_dir() / "rule-approvals.json"
+
+
+def _digest(workspace: str, allow: Sequence[Rule]) -> str:
+    """What an approval is given to: the folder and the set of allow rules' texts (in
+    which file, in which order or how often a rule is written changes nothing allowed)."""
+    what = [workspace, sorted({rule.text for rule in allow})]
+    return hashlib.sha256(json.dumps(what).encode()).hexdigest()
+
+
+class Approval(msgspec.Struct, frozen=True):
+    workspace: str
+    digest: str
+    allow: list[str]
+    """The rules approved, for a person reading the file."""
+
+
+class Approvals(msgspec.Struct):
+    """The project allow sets the user approved: one entry per folder."""
+
+    entries: list[Approval] = []
+
+    @classmethod
+    def load(cls) -> Approvals:
+        try:
+            return msgspec.json.decode(approvals_file().read_bytes(), type=cls)
+        except FileNotFoundError:
+            return cls()
+        except (OSError, msgspec.DecodeError):
+            return cls()  # unreadable: nothing is approved (safe); `approve` rewrites it
+
+    def has(self, workspace: str, allow: Sequence[Rule]) -> bool:
+        digest = _digest(workspace, allow)
+        return any(e.workspace == workspace and e.digest == digest for e in self.entries)
+
+    def known(self, workspace: str) -> bool:
+        """Whether some allow set of this folder was approved before (so it changed)."""
+        return any(e.workspace == workspace for e in self.entries)
+
+    def approve(self, workspace: str, allow: Sequence[Rule]) -> None:
+        """Record the set as the folder's approved one and write the file atomically."""
+        texts = sorted({rule.text for rule in allow})
+        kept = [e for e in self.entries if e.workspace != workspace]
+        self.entries = [*kept, Approval(workspace, _digest(workspace, allow), texts)]
+        from codecoder.permissions.tomlfile import atomic_write
+
+        atomic_write(approvals_file(), msgspec.json.format(msgspec.json.encode(self)).decode())

@@ -225,20 +225,22 @@ def _exit(host: Host, arguments: str) -> None:
 
 def _trust(host: Host, arguments: str) -> None:
     from codecoder.config import ConfigError
-    from codecoder.permissions.trust import is_trusted, trust
+    from codecoder.permissions.trust import approve_project, trust
 
     workspace = host.workspace
-    if is_trusted(workspace):
-        host.say(f"{workspace} is already trusted: its .codecoder/ settings apply", "dim")
-        return
     try:
-        trust(workspace)
+        changed = trust(workspace)
+        approved = approve_project(workspace)
     except (OSError, ConfigError) as exc:
         host.say(f"could not trust {workspace}: {exc}", "red")
         return
+    rules = f"; allow rules approved as they are now: {', '.join(approved)}" if approved else ""
+    if not changed:
+        host.say(f"{workspace} is already trusted: its .codecoder/ settings apply{rules}", "dim")
+        return
     host.say(
         f"trusted {workspace}: its .codecoder/ settings apply from the next session "
-        "(/new, or the next `codecoder` here); `codecoder untrust` undoes it",
+        f"(/new, or the next `codecoder` here){rules}; `codecoder untrust` undoes it",
         "green",
     )
 
@@ -247,12 +249,16 @@ def _permissions(host: Host, arguments: str) -> None:
     from codecoder import paths
     from codecoder.config import ConfigError, read_toml
     from codecoder.permissions.rules import parse_table
-    from codecoder.permissions.trust import is_trusted
+    from codecoder.permissions.trust import approved, is_trusted, project_rules
 
     backend = host.backend
     workspace = host.workspace
     mode = backend.mode if backend is not None else "?"
     trusted = is_trusted(workspace)
+    try:
+        pinned = approved(workspace, project_rules(workspace).allow)
+    except ConfigError:
+        pinned = True  # the broken file is shown below
     lines = [f"approval mode **{mode}** — {APPROVAL_HELP.get(mode, '')}", ""]
     levels: list[tuple[str, Path, bool]] = [
         ("project (shared)", paths.project_dir(workspace) / "config.toml", trusted),
@@ -273,6 +279,8 @@ def _permissions(host: Host, arguments: str) -> None:
         lines.append(f"**{name}** `{path}`{note}")
         for verdict, found in (("deny", rules.deny), ("ask", rules.ask), ("allow", rules.allow)):
             lines += [f"- {verdict} `{rule.text}`" for rule in found]
+        if applied and not pinned and name.startswith("project") and rules.allow:
+            lines.append("- *its allow rules are not applied: not approved as they are (/trust)*")
         lines.append("")
     lines += [
         "Then the defaults of the mode: reads inside the workspace are allowed, and the "
