@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from codecoder.context.fragments import git_summary
+from codecoder.permissions.writes import reads_repository
 from codecoder.tools.process import ProcessManager
 
 from .conftest import needs_bwrap
@@ -279,6 +280,22 @@ def test_the_model_s_reading_git_is_confined_read_only_where_commands_are_not(
     code, lines, err = run_exec(tmp_path, ws, replies, "--approval", "never-ask")
     assert code == 0, err
     assert ran(pwned) == [], finished(lines)[0]["content"]
+
+
+@pytest.mark.parametrize(
+    ("line", "confined"),
+    [
+        ("git status", True),
+        ("command git status", True),
+        ("time git log -p", True),
+        ("git -C sub diff | head -5", True),
+        ("cat a.txt | grep x && git show HEAD", True),
+        ("ls -la", False),  # no git: runs as other commands do
+        ("git commit -m x", False),  # writes: asked about, not read-only
+    ],
+)
+def test_which_lines_count_as_reading_with_git(line: str, confined: bool) -> None:
+    assert reads_repository(line, Path(".")) is confined
 
 
 @needs_bwrap

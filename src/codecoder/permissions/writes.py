@@ -46,8 +46,15 @@ def reads_repository(command: str, cwd: Path) -> bool:
     confined read-only even in a session whose commands run unconfined."""
     if not writes_nothing(command, cwd):
         return False
-    commands = parse_command(command).commands
-    return any(cmd.argv and cmd.argv[0].text.rsplit("/", 1)[-1] == "git" for cmd in commands)
+    words = (word.text for cmd in parse_command(command).commands for word in cmd.argv)
+    return any(_names_git(word) for word in words)
+
+
+def _names_git(word: str) -> bool:
+    """Any word (not only the first: `command git`, `xargs git log`, `time git diff`)
+    that names git or one of its programs; one more read-only line confined at worst."""
+    name = word.rsplit("/", 1)[-1]
+    return name == "git" or name.startswith("git-")
 
 
 def _reads(cmd: SimpleCommand) -> bool:
