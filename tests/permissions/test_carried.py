@@ -258,6 +258,231 @@ ALLOW_CASES = {
 }
 
 
+OUTPUT_CASES = {
+    "run_command(tee:*)": (
+        ["tee /tmp/out", "tee -a ../out", "tee --output-error /tmp/out", "tee -p -- /tmp/out"],
+        ["tee out.txt", "tee --output-error=warn out.txt"],
+    ),
+    "run_command(sort:*)": (
+        [
+            "sort -o /tmp/out f",
+            "sort --compress-program=./z f",
+            "sort -uo/tmp/out f",
+            "sort --out /tmp/out f",
+            "sort -T /tmp f",
+            "sort --temporary-d=.git f",
+        ],
+        ["sort f", "sort -k 2 -o out.txt f"],
+    ),
+    "run_command(zip:*)": (
+        [
+            "zip -T -TT 'sh -c \"touch x\"' a.zip",
+            "zip -T -TT'touch x' a.zip",
+            "zip -T -TT='touch x' a.zip",
+            "zip -TqTT 'touch x' a.zip",
+            "zip -T --unzip-command='touch x' a.zip",
+            "zip -T --unzip-comm 'touch x' a.zip",
+            "zip -O /tmp/out a.zip f",
+            "zip --output-file=/tmp/out a.zip f",
+            "zip -lf /tmp/out -r a.zip f",
+            "zip --logfile-path /tmp/out a.zip f",
+            "zip -b /tmp a.zip f",
+        ],
+        ["zip -T a.zip", "zip -O out.txt a.zip f"],
+    ),
+    "run_command(make:*)": (
+        [
+            "make --eval='$(shell touch x)' all",
+            "make --ev '$(shell touch x)'",
+            "make -E '$(shell touch x)'",
+            "make -sE'$(shell touch x)'",
+            "make 'X:=$(shell touch x)'",
+            "make 'X!=touch x'",
+            "make SHELL=/tmp/sh test",
+            "make 'MAKEFLAGS=--eval=$(shell touch x)'",
+            "make -f - all",
+        ],
+        ["make", "make -j4 test", "make -C src -o stale.o all V=1"],
+    ),
+    "run_command(patch:*)": (
+        [
+            "patch -o /tmp/out f fix.diff",
+            "patch -o.git/hooks/pre-commit f fix.diff",
+            "patch --output=/tmp/out f fix.diff",
+            "patch --outp /tmp/out f fix.diff",
+            "patch -r /tmp/out f fix.diff",
+            "patch --reject-file=/tmp/out f fix.diff",
+            "patch -d /tmp -p1 -i fix.diff",
+            "patch --dir=.git/hooks -i fix.diff",
+            "patch -B /tmp/ f fix.diff",
+            "patch -Y ../ f fix.diff",
+        ],
+        ["patch -p1 -i fix.diff", "patch -o out.txt f fix.diff"],
+    ),
+    "run_command(zstd:*)": (
+        [
+            "zstd -o /tmp/out f",
+            "zstd -qo /tmp/out f",
+            "zstd -of /tmp/out f",
+            "zstd -19 -T0 -o .git/hooks/pre-commit f",
+            "zstd --output-dir-flat /tmp f",
+            "zstd --output-dir-mirror=/tmp f",
+        ],
+        ["zstd -c f", "zstd -o out.txt f"],
+    ),
+    "run_command(brotli:*)": (
+        ["brotli -o /tmp/out f", "brotli -fo /tmp/out f", "brotli --output=/tmp/out f"],
+        ["brotli -c f"],
+    ),
+    "run_command(lz4:*)": (
+        ["lz4 f /tmp/out", "lz4 -9 f /tmp/out", "lz4 -m f /tmp/out"],
+        ["lz4 -c f"],
+    ),
+    "run_command(openssl:*)": (
+        [
+            "openssl rehash /tmp",
+            "openssl enc -aes-256-cbc -pbkdf2 -k x -in f -out /tmp/out",
+            "openssl req -new -keyout /tmp/out -out req.pem",
+            "openssl genrsa -out=.git/hooks/pre-commit 2048",
+            "openssl genrsa --out /tmp/out 2048",
+            "openssl s_client -connect h:443 -sess_out /tmp/out",
+            "openssl s_client -connect h:443 -keylogfile /tmp/out",
+            "openssl x509 -req -in r -CA c -CAkey k -CAserial /tmp/out",
+            "openssl cms -verify -in m -signer /tmp/out",
+            "openssl rand -writerand /tmp/out 8",
+            "openssl ca -outdir /tmp -in r",
+            "openssl req -engine ./evil.so -new",
+            "openssl req -config ./evil.cnf -new",
+            "openssl list -provider-path . -provider evil",
+        ],
+        ["openssl rand -hex 8", "openssl dgst -sha256 f", "openssl genrsa -out out.txt 2048"],
+    ),
+    "run_command(base64:*)": (
+        [
+            "base64 -D -i x -o .git/hooks/pre-commit",
+            "base64 -d -i x -o /tmp/out",
+            "base64 -Do /tmp/out",
+            "base64 --output=/tmp/out f",
+            "base64 --outp /tmp/out f",
+        ],
+        ["base64 f", "base64 -d -i f", "base64 -o out.txt f"],
+    ),
+    "run_command(gpg:*)": (
+        [
+            "gpg -o /tmp/out -d f.gpg",
+            "gpg -ao /tmp/out -e f",
+            "gpg --output=/tmp/out -c f",
+            "gpg --out /tmp/out -d f.gpg",
+            "gpg --log-file /tmp/out -d f.gpg",
+            "gpg --status-file=/tmp/out -d f.gpg",
+            "gpg --homedir /tmp/h --import k.asc",
+            "gpg --photo-viewer 'touch x' --list-keys",
+            "gpg --exec-path /tmp --list-keys",
+            "gpg --agent-program ./evil -d f.gpg",
+            "gpg --use-embedded-filename f.gpg",
+        ],
+        ["gpg --list-keys", "gpg -d f.gpg", "gpg -o out.txt -d f.gpg"],
+    ),
+    "run_command(iconv:*)": (
+        [
+            "iconv -f utf-8 -t ascii -o /tmp/out f",
+            "iconv -f utf-8 -t ascii -o.git/hooks/pre-commit f",
+            "iconv -cso /tmp/out f",
+            "iconv --output=/tmp/out f",
+            "iconv --out /tmp/out f",
+        ],
+        ["iconv -f utf-8 -t ascii f", "iconv -o out.txt f"],
+    ),
+    "run_command(split:*)": (
+        [
+            "split f /tmp/out",
+            "split -l 10 f /tmp/out",
+            "split --lines 10 f /tmp/out",
+            "split -a 3 -d -- f .git/hooks/pre",
+            "split --filter='touch x' f",
+        ],
+        ["split -l 10 f out.txt"],
+    ),
+    "run_command(csplit:*)": (
+        [
+            "csplit -f /tmp/out f 2",
+            "csplit -s -f.git/hooks/pre f 2",
+            "csplit --prefix=/tmp/out f 2",
+            "csplit --pre /tmp/out f 2",
+            "csplit -b '/../../tmp/x%02d' f 2",
+        ],
+        ["csplit -f out.txt f 2"],
+    ),
+    "run_command(xxd:*)": (
+        [
+            "xxd f /tmp/out",
+            "xxd -r f .git/hooks/pre-commit",
+            "xxd -c 4 f /tmp/out",
+            "xxd -cols 4 f /tmp/out",
+            "xxd -len 2 f /tmp/out",
+            "xxd -seek 1 f /tmp/out",
+            "xxd -skip 1 f /tmp/out",
+            "xxd -groupsize 2 f /tmp/out",
+            "xxd -name x -i f /tmp/out",
+            "xxd -offset 2 f /tmp/out",
+            "xxd -ps -c 2 f /tmp/out",
+        ],
+        ["xxd f", "xxd -c 4 f", "xxd -cols 4 f", "xxd f out.txt"],
+    ),
+    "run_command(uniq:*)": (
+        ["uniq f /tmp/out", "uniq --skip-chars 1 f /tmp/out", "uniq --check-chars 1 f /tmp/out"],
+        ["uniq -f 1 f", "uniq --skip-fields 1 f out.txt"],
+    ),
+    "run_command(tree:*)": (
+        ["tree -o /tmp/out", "tree -R -H . -o x.html", "tree -fRo x.html"],
+        ["tree -L 2", "tree -o x.html"],
+    ),
+    "run_command(strace:*)": (["strace -o '|touch x' ls", "strace -o '!touch x' ls"], []),
+    "run_command(script:*)": (
+        ["script -q -c true -O /tmp/out", "script -c true --log-timing=/tmp/out"],
+        [],
+    ),
+    "run_command(rsync:*)": (
+        ["rsync --log-file=/tmp/out a b", "rsync --write-batch=/tmp/out a b"],
+        [],
+    ),
+    "run_command(ssh:*)": (
+        [
+            "ssh -vF /tmp/cfg h",
+            "ssh -E /tmp/out h",
+            "ssh -o UserKnownHostsFile=/tmp/out h",
+            "ssh -oPKCS11Provider=./evil.so h",
+            "ssh -I ./evil.so h",
+        ],
+        ["ssh -p 2222 h", "ssh -i key -o ServerAliveInterval=5 h"],
+    ),
+    "run_command(curl:*)": (
+        ["curl --hsts /tmp/out https://h", "curl --alt-svc=/tmp/out https://h"],
+        ["curl -s https://h"],
+    ),
+    "run_command(wget:*)": (
+        ["wget --save-cookies /tmp/out http://h", "wget --warc-file=/tmp/out http://h"],
+        [],
+    ),
+    "run_command(tar:*)": (
+        [
+            "tar -g /tmp/out -cf a.tar f",
+            "tar --listed-incremental=/tmp/out -cf a.tar f",
+            "tar --rmt-command=./evil -tf h:a.tar",
+        ],
+        ["tar -tf a.tar"],
+    ),
+    "run_command(man:*)": (["man -C ./man.conf ls"], ["man ls"]),
+    "run_command(sftp:*)": (["sftp -b cmds h", "sftp -D ./server h", "sftp -S ./prog h"], []),
+    "run_command(scp:*)": (["scp -S ./prog a h:b"], []),
+}
+"""Issue 25, item 5: options that run a command or name a file the program writes, by
+the programs' manuals (and their parsers: zip's `-TT` in a cluster, zstd's `-o` whose
+value is always the next word, xxd's and openssl's whole-word options). Judged in
+`auto-edit`, where a write inside the workspace is allowed: only the carried command,
+a write outside or into a protected entry asks."""
+
+
 @pytest.mark.parametrize("rule", list(ALLOW_CASES))
 def test_a_prefix_rule_authorises_the_program_not_what_it_carries(
     tmp_path: Path, rule: str
@@ -265,6 +490,22 @@ def test_a_prefix_rule_authorises_the_program_not_what_it_carries(
     write_user_rules({"allow": [rule, "edit(out.txt)"]})
     policy = RulePolicy.load(tmp_path, "ask")
     asks, allowed = ALLOW_CASES[rule]
+    for line in asks:
+        decision = policy.decide(*run(line))
+        assert decision.verdict == "ask", (line, decision.reason)
+    for line in allowed:
+        decision = policy.decide(*run(line))
+        assert decision.verdict == "allow", (line, decision.reason)
+
+
+@pytest.mark.parametrize("rule", list(OUTPUT_CASES))
+def test_an_option_that_runs_or_writes_is_not_covered_by_a_prefix_rule(
+    tmp_path: Path, rule: str
+) -> None:
+    (tmp_path / ".git" / "hooks").mkdir(parents=True)
+    write_user_rules({"allow": [rule, "run_command(ls)"]})
+    policy = RulePolicy.load(tmp_path, "auto-edit")
+    asks, allowed = OUTPUT_CASES[rule]
     for line in asks:
         decision = policy.decide(*run(line))
         assert decision.verdict == "ask", (line, decision.reason)

@@ -12,6 +12,7 @@ import pytest
 from codecoder.kernel.events import ConfirmRequest, ToolFinished
 from codecoder.permissions import RulePolicy
 from codecoder.permissions.modes import MODES, ApprovalMode
+from codecoder.permissions.writes import writes_nothing
 
 from .helpers import World, call, drive, run, write_user_rules
 
@@ -46,6 +47,8 @@ PLAIN_READS = [
     "git -C src log",
     "git reflog -5",
     "git tag -l 'v*'",
+    "base64 README.md",
+    "uniq --skip-chars 1 README.md",
 ]
 
 
@@ -170,6 +173,14 @@ NOT_PLAIN = [
     "rg --files ..",
     "cat src/[[:alpha:]].py",
     "ls -LR",
+    # issue 25, item 5: an option that names a file it writes (macOS base64 -o)
+    "base64 -o out README.md",
+    "base64 -Do out README.md",
+    "base64 --outp=out README.md",
+    "base64 -D -i README.md -o .git/hooks/pre-commit",
+    "uniq --skip-chars 1 README.md out",
+    "tree -R -H . -L 1 src",
+    "sort -uo/tmp/out README.md",
 ]
 
 
@@ -214,6 +225,16 @@ def test_read_only_mode_offers_commands_but_runs_only_plain_reads(workspace: Pat
     write_user_rules({"allow": ["run_command(touch:*)"]})
     decision = RulePolicy.load(workspace, "read-only").decide(*run("touch x"))
     assert decision.verdict == "deny" and "read-only" in decision.reason
+
+
+def test_read_only_mode_refuses_a_write_an_option_names(workspace: Path) -> None:
+    """Issue 25: `base64 -o` (macOS) writes its output file; in `read-only` mode it passed
+    as a plain read, also into the hooks folder."""
+    (workspace / ".git" / "hooks").mkdir(parents=True)
+    for line in ("base64 -D -i README.md -o .git/hooks/pre-commit", "base64 --output=x README.md"):
+        decision = RulePolicy(workspace, "read-only").decide(*run(line))
+        assert decision.verdict in ("ask", "deny"), (line, decision.reason)
+        assert not writes_nothing(line, workspace), line
 
 
 def test_never_ask_runs_ls_through_the_kernel(world: World) -> None:

@@ -18,7 +18,7 @@ A program in neither is judged by its name and its words alone. The cases follow
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import NamedTuple
 
 from codecoder.permissions.sedscript import sed_effects
@@ -209,6 +209,10 @@ def _wrapped(name: str, argv: tuple[Word, ...]) -> Carried:
     scripts = tuple(_code(word) for _, word in found)
     start = min((index for index, _ in found), default=step.start)
     commands: tuple[tuple[Word, ...], ...] = (step.argv,) if step.argv and not scripts else ()
+    writes = step.writes
+    if name == "strace":  # `-o '|cmd'` and `-o '!cmd'` pipe the trace into cmd
+        scripts += tuple(_code(Word(w.text[1:], w.expands)) for w in writes if w.text[:1] in "|!")
+        writes = tuple(w for w in writes if w.text[:1] not in "|!")
     problems: tuple[str, ...] = ()
     if name == "xargs" and commands:
         commands, problems = _xargs(argv, step.argv)
@@ -218,13 +222,13 @@ def _wrapped(name: str, argv: tuple[Word, ...]) -> Carried:
             scripts = (Script(None, "`sg` of words known at run time"),)
     elif name in ("su", "runuser") and not scripts and not (name == "runuser" and commands):
         commands, problems = (), (f"`{name}` starts a shell that reads its standard input",)
-    if not commands and not scripts and not step.writes and not problems:
+    if not commands and not scripts and not writes and not problems:
         return NOTHING
     return Carried(
         start=start,
         commands=commands,
         scripts=scripts,
-        writes=step.writes,
+        writes=writes,
         variables=step.variables,
         problems=problems,
         chdir=step.chdir,
@@ -642,37 +646,106 @@ def _git_config_problem(args: list[Word]) -> str:
 
 # programs that write, or run shell code, through an option ----------------------------------
 
+Given = list[tuple[str, Word]]
+"""The options that took a value, each with its value, in the order given."""
+
+
+def _read_options(
+    args: Sequence[Word],
+    values: Collection[str],
+    detached: Collection[str] = (),
+    whole_words: bool = False,
+) -> tuple[Given, list[Word]]:
+    """The options of `args` among `values` (those whose value is the next word unless
+    attached), each with its value, and the operands. Options are read as the program's
+    parser reads them: by getopt, a long one also abbreviated (`--outp=F`), a short one
+    also in a cluster (`-uoF`, `-uo F`), a two-letter one of zip too (`-qTT cmd`,
+    `-TT=cmd`); a `detached` short one takes the next word whatever follows it in the
+    cluster (zstd's `-of F` writes F); with `whole_words`, an option is a whole word
+    after one dash or two (`-out F`, `-out=F`, `--out F`: openssl, xxd)."""
+    given: Given = []
+    operands: list[Word] = []
+    index = 0
+    while index < len(args):
+        word = args[index]
+        following = args[index + 1] if index + 1 < len(args) else None
+        index += 1
+        if word.text == "--":
+            operands.extend(args[index:])
+            break
+        if not word.text.startswith("-") or word.text == "-":
+            operands.append(word)
+            continue
+        option, value = _option(word, following, values, detached, whole_words)
+        if option and value is not None:
+            given.append((option, value))
+            index += value is following
+    return given, operands
+
+
+def _option(
+    word: Word,
+    following: Word | None,
+    values: Collection[str],
+    detached: Collection[str],
+    whole_words: bool,
+) -> tuple[str, Word | None]:
+    text = word.text
+    name, equals, attached = text.partition("=")
+    if whole_words:
+        name = "-" + name.lstrip("-")
+        if name not in values:
+            return "", None
+        return name, Word(attached, word.expands) if equals else following
+    if text.startswith("--"):
+        option = next((o for o in values if o.startswith("--") and long_option(text, o)), None)
+        return (
+            (option, Word(attached, word.expands) if equals else following)
+            if option
+            else ("", None)
+        )
+    for offset in range(1, len(text)):
+        pair = f"-{text[offset : offset + 2]}"
+        if len(pair) == 3 and pair in values:
+            rest = text[offset + 2 :].removeprefix("=")
+            return pair, Word(rest, word.expands) if rest else following
+        option = f"-{text[offset]}"
+        if option in values:
+            rest = text[offset + 1 :]
+            if rest and option not in detached:
+                return option, Word(rest, word.expands)
+            return option, following
+    return "", None
+
 
 def _options_carrier(
+    *,
     writes: Sequence[str] = (),
     scripts: Sequence[str] = (),
     problems: Sequence[str] = (),
-    operand_writes: Callable[[list[Word]], list[Word]] | None = None,
     takes_value: Sequence[str] = (),
+    outputs: Callable[[Given, list[Word]], list[Word]] | None = None,
+    detached: Sequence[str] = (),
+    whole_words: bool = False,
 ) -> Callable[[tuple[Word, ...]], Carried]:
-    """A carrier described by its options: `writes` take a file it writes, `scripts`
-    shell code, `problems` make it uncheckable; `operand_writes` picks written operands."""
+    """A carrier described by its options: `writes` take a file (or a folder) it writes,
+    `scripts` shell code, `problems` make it uncheckable, `takes_value` are the others
+    whose value is the next word (so that operands are counted right); `outputs` picks
+    further files it writes from its options and operands (`uniq IN OUT`). How options
+    are read: `_read_options`."""
     values = frozenset((*writes, *scripts, *takes_value))
 
     def analyse(argv: tuple[Word, ...]) -> Carried:
-        found_writes: list[Word] = []
-        found_scripts: list[Script] = []
-        found_problems: list[str] = []
-        args = argv[1:]
-        for index, word in enumerate(args):
-            text = word.text
-            if text == "--":
-                break
-            if _gives_problem(text, problems):
-                found_problems.append(f"`{excerpt(text)}` runs a program the check cannot follow")
-                continue
-            option, value = option_with_value(text, args, index, (*writes, *scripts))
-            if option in writes and value is not None:
-                found_writes.append(value)
-            elif option in scripts and value is not None:
-                found_scripts.append(_code(value))
-        if operand_writes is not None:
-            found_writes.extend(operand_writes(operand_words(args, values)))
+        given, operands = _read_options(argv[1:], values, detached, whole_words)
+        found_problems = [
+            f"`{excerpt(w.text)}` runs a program the check cannot follow"
+            for w in argv[1:]
+            if _gives_problem(w.text, problems, whole_words)
+        ]
+        found_writes = [value for option, value in given if option in writes]
+        found_scripts = [_code(value) for option, value in given if option in scripts]
+        if outputs is not None:
+            found_writes.extend(outputs(given, operands))
         if not (found_writes or found_scripts or found_problems):
             return NOTHING
         return Carried(
@@ -685,15 +758,131 @@ def _options_carrier(
     return analyse
 
 
-def _gives_problem(text: str, problems: Sequence[str]) -> bool:
+def _gives_problem(text: str, problems: Sequence[str], whole_words: bool = False) -> bool:
     """A long option (also abbreviated: `--use-compress`), a short one also inside a
-    cluster (`-cvIcmd`), or a word starting with a given prefix (`-oProxyCommand`)."""
+    cluster (`-cvIcmd`), or a word starting with a given prefix (`-oProxyCommand`); with
+    `whole_words`, the option's whole name (`-engine`, `--engine=x`)."""
+    if whole_words:
+        return "-" + text.partition("=")[0].lstrip("-") in problems
     if text.startswith("--"):
         return any(o.startswith("--") and long_option(text, o) for o in problems)
     if text.startswith("-") and len(text) > 1:
         letters = {o[1] for o in problems if len(o) == 2}
         return bool(letters & set(text[1:])) or any(text.startswith(o) for o in problems)
     return False
+
+
+def _after_first(_given: Given, operands: list[Word]) -> list[Word]:
+    """The operands after the first: the output of `uniq IN OUT`, `xxd IN OUT`,
+    `lz4 IN OUT`, the prefix of `split IN PREFIX` (any further one too, so that an option
+    value mistaken for an operand cannot hide the output)."""
+    return operands[1:]
+
+
+def _all_operands(_given: Given, operands: list[Word]) -> list[Word]:
+    return operands
+
+
+def _csplit_files(given: Given, _operands: list[Word]) -> list[Word]:
+    """csplit writes PREFIX followed by its suffix format, which may hold a `/`
+    (`-b '/../../x%02d'`)."""
+    found = dict(given)
+    prefix = found.get("-f") or found.get("--prefix") or Word("xx")
+    suffix = found.get("-b") or found.get("--suffix-format")
+    if suffix is None:
+        return []
+    return [Word(prefix.text + suffix.text, prefix.expands or suffix.expands)]
+
+
+_MAKE_ASSIGNMENT = re.compile(r"^([^\s=:!?+]+)\s*(::?=|:::=|\?=|\+=|!=|=)(.*)$", re.DOTALL)
+_MAKE_SPECIAL = frozenset(
+    {"SHELL", ".SHELLFLAGS", "MAKESHELL", "MAKEFILES", "MAKEFLAGS", "MFLAGS", "GNUMAKEFLAGS"}
+)
+"""Variables that change how make runs every recipe or what it reads."""
+
+
+def _make(argv: tuple[Word, ...]) -> Carried:
+    """make runs the recipes of its makefile (which a rule for make authorises); the line
+    carries more through `--eval`/`-E` (makefile text), a makefile read from standard input
+    (`-f -`), and a variable assignment make evaluates by itself: `X:=$(shell …)` is
+    expanded at once, `X!=cmd` runs cmd, `SHELL=…` runs every recipe, `MAKEFLAGS=--eval=…`."""
+    found = _MAKE_OPTIONS(argv)
+    given, operands = _read_options(argv[1:], _MAKE_VALUES)
+    problems = list(found.problems)
+    makefiles = [v for o, v in given if o in ("-f", "--file", "--makefile")]
+    if any(v.text == "-" or _script_file(v) for v in makefiles):
+        problems.append("make reads a makefile the line makes up")
+    for word in operands:
+        match = _MAKE_ASSIGNMENT.match(word.text)
+        if match is None:
+            continue
+        name, operator, value = match.groups()
+        if word.expands or operator == "!=" or "$" in value or name in _MAKE_SPECIAL:
+            problems.append(f"`make {excerpt(word.text)}` sets make code the check cannot follow")
+    return Carried(start=1, problems=tuple(problems)) if problems else NOTHING
+
+
+_MAKE_VALUES = frozenset(
+    {"-C", "-f", "-I", "-o", "-W", "-E", "--directory", "--file", "--makefile"}
+    | {"--include-dir", "--old-file", "--assume-old", "--what-if", "--new-file", "--assume-new"}
+    | {"--eval", "--jobserver-style"}
+)
+_MAKE_OPTIONS = _options_carrier(problems=("-E", "--eval"))
+
+
+def _openssl(argv: tuple[Word, ...]) -> Carried:
+    """openssl's options name the files it writes (`-out`, `-keyout` …) or load code
+    (`-engine`, `-provider`, a `-config` that loads either); `openssl rehash DIR` writes
+    links into DIR."""
+    found = _OPENSSL_OPTIONS(argv)
+    _, operands = _read_options(argv[1:], (), whole_words=True)
+    if operands and operands[0].text == "rehash" and len(operands) > 1:
+        found = found._replace(start=1, writes=(*found.writes, *operands[1:]))
+    return found
+
+
+_OPENSSL_OPTIONS = _options_carrier(
+    writes=(
+        *("-out", "-keyout", "-outdir", "-sess_out", "-keylogfile", "-msgfile", "-writerand"),
+        *("-CAserial", "-signer", "-certsout", "-cacertsout", "-certout", "-chainout"),
+        *("-extracertsout", "-reqout", "-respout", "-rspout"),
+    ),
+    problems=(
+        *("-engine", "-keygen_engine", "-ssl_client_engine", "-provider", "-provider-path"),
+        *("-provider_name", "-config", "-pre", "-post"),
+    ),
+    whole_words=True,
+)
+
+
+_SSH_KEYS = re.compile(
+    r"proxycommand|localcommand|knownhostscommand|userknownhostsfile|controlpath"
+    r"|pkcs11provider|securitykeyprovider|^include|^match",
+    re.IGNORECASE,
+)
+"""`-o` keywords that run a local command, load a library or name a file ssh writes."""
+_SSH_VALUES = {
+    "ssh": "BbcDEeFIiJLlmOoPpQRSWw",
+    "scp": "cDFiJlOoPSX",
+    "sftp": "BbcDFiJlOoPRSsX",
+}
+"""The short options of each program that take a value."""
+_SSH_PROBLEMS = {"ssh": "EFIS", "scp": "DFS", "sftp": "bDFSs"}
+"""Options that name a config file (which may set a command), a program to run, a
+batch file (sftp's `!cmd` runs locally), a library (`-I`), a socket or a log it writes."""
+
+
+def _ssh(argv: tuple[Word, ...]) -> Carried:
+    """ssh, scp and sftp: their options read by getopt (so `-vF cfg` is `-F cfg`)."""
+    name = program_name(argv) or ""
+    values = {f"-{letter}" for letter in _SSH_VALUES[name]}
+    given, _ = _read_options(argv[1:], values)
+    risky = {f"-{letter}" for letter in _SSH_PROBLEMS[name]}
+    if any(o in risky or (o == "-o" and _SSH_KEYS.search(v.text)) for o, v in given):
+        return Carried(
+            start=1, problems=("its options run a local command the check cannot follow",)
+        )
+    return NOTHING
 
 
 def _trap(argv: tuple[Word, ...]) -> Carried:
@@ -725,27 +914,21 @@ def _watch(argv: tuple[Word, ...]) -> Carried:
 
 def _script_program(argv: tuple[Word, ...]) -> Carried:
     """`script [-c CMD] [FILE]`: runs CMD (without it, a shell reading its input) and
-    writes the typescript to FILE."""
-    args = argv[1:]
-    values = frozenset({"-c", "--command", "-E", "--echo", "-I", "--log-in", "-O", "--log-out"})
-    values |= {"-B", "--log-io", "-T", "--log-timing", "-m", "--logging-format"}
-    command: Word | None = None
-    for index, word in enumerate(args):
-        text = word.text
-        option, _, attached = text.partition("=")
-        following = args[index + 1] if index + 1 < len(args) else None
-        if option == "--command":
-            command = Word(attached) if attached else following
-        elif text.startswith("-") and not text.startswith("--") and "c" in text:
-            rest = text[text.index("c") + 1 :]
-            command = Word(rest) if rest else following
-    operands = [w for w in operand_words(args, values) if w is not command]
-    writes = tuple(operands[:1])
-    if command is None:
+    writes the typescript to FILE and its logs where `-O`, `-I`, `-B`, `-T` say."""
+    given, operands = _read_options(argv[1:], _SCRIPT_VALUES)
+    commands = [value for option, value in given if option in ("-c", "--command")]
+    writes = (*operands[:1], *(value for option, value in given if option in _SCRIPT_LOGS))
+    if not commands:
         return Carried(
             start=1, writes=writes, problems=("`script` starts a shell that reads its input",)
         )
-    return Carried(start=1, scripts=(_code(command),), writes=writes)
+    return Carried(start=1, scripts=tuple(_code(w) for w in commands), writes=writes)
+
+
+_SCRIPT_LOGS = frozenset(
+    {"-I", "--log-in", "-O", "--log-out", "-B", "--log-io", "-T", "--log-timing"}
+)
+_SCRIPT_VALUES = _SCRIPT_LOGS | {"-c", "--command", "-E", "--echo", "-m", "--logging-format"}
 
 
 def _alias(argv: tuple[Word, ...]) -> Carried:
@@ -771,22 +954,6 @@ def _always(problem: str, option: str = "") -> Callable[[tuple[Word, ...]], Carr
     return analyse
 
 
-def _second_operand(operands: list[Word]) -> list[Word]:
-    return operands[1:2]
-
-
-_SSH_COMMANDS = re.compile(r"proxycommand|localcommand|knownhostscommand|^-S|^-F", re.I)
-
-
-def _ssh(argv: tuple[Word, ...]) -> Carried:
-    """ssh's `-o ProxyCommand=…` (and its kin) runs a local command; `-F FILE` may set one."""
-    if any(_SSH_COMMANDS.search(word.text) for word in argv[1:]):
-        return Carried(
-            start=1, problems=("its options run a local command the check cannot follow",)
-        )
-    return NOTHING
-
-
 def _dd(argv: tuple[Word, ...]) -> Carried:
     writes = tuple(Word(w.text[3:]) for w in argv[1:] if w.text.startswith("of=") and not w.expands)
     unknown = any(w.expands and "of=" in w.text for w in argv[1:])
@@ -808,60 +975,105 @@ _CARRIERS: dict[str, Callable[[tuple[Word, ...]], Carried]] = {
     "parallel": _always("`parallel` fills its input into shell code"),
     "alias": _alias,
     "dd": _dd,
-    "tee": _options_carrier(operand_writes=list, takes_value=("--output-error",)),
+    "tee": _options_carrier(outputs=_all_operands),  # `--output-error[=MODE]`: attached only
     "sort": _options_carrier(
-        writes=("-o", "--output"),
+        writes=("-o", "--output", "-T", "--temporary-directory"),  # -T: its temporary files
         problems=("--compress-program",),
-        takes_value=("-k", "--key", "-t", "--field-separator", "-S", "--buffer-size", "-T"),
+        takes_value=(
+            *("-k", "--key", "-t", "--field-separator", "-S", "--buffer-size", "--batch-size"),
+            *("--files0-from", "--random-source", "--parallel", "--sort"),
+        ),
     ),
     "uniq": _options_carrier(
-        operand_writes=_second_operand, takes_value=("-f", "-s", "-w", "--skip-fields")
+        outputs=_after_first,
+        takes_value=("-f", "-s", "-w", "--skip-fields", "--skip-chars", "--check-chars"),
     ),
-    "xxd": _options_carrier(
-        operand_writes=_second_operand, takes_value=("-c", "-g", "-l", "-o", "-s", "-n")
+    "xxd": _options_carrier(  # `-c8` is attached, `-c 8` and `-cols 8` are not
+        outputs=_after_first,
+        takes_value=(
+            *("-c", "-cols", "-g", "-groupsize", "-l", "-len", "-n", "-name", "-o", "-offset"),
+            *("-s", "-seek", "-skip"),
+        ),
+        whole_words=True,
     ),
-    "tree": _options_carrier(writes=("-o",), takes_value=("-L", "-P", "-I", "--fromfile")),
+    "tree": _options_carrier(writes=("-o",), problems=("-R",)),  # -R: 00Tree.html everywhere
+    "base64": _options_carrier(writes=("-o", "--output")),  # macOS and BSD
+    "iconv": _options_carrier(writes=("-o", "--output")),
+    "gpg": _options_carrier(
+        writes=(
+            *("-o", "--output", "--log-file", "--logger-file", "--status-file"),
+            *("--attribute-file", "--homedir"),
+        ),
+        problems=(
+            *("--exec-path", "--photo-viewer", "--agent-program", "--dirmngr-program"),
+            *("--keyboxd-program", "--options", "--load-extension", "--use-embedded-filename"),
+        ),
+    ),
+    "patch": _options_carrier(
+        writes=(
+            *("-o", "--output", "-r", "--reject-file", "-d", "--directory", "-B", "--prefix"),
+            *("-Y", "--basename-prefix"),
+        ),
+    ),
+    "zstd": _options_carrier(
+        writes=("-o", "--output-dir-flat", "--output-dir-mirror"), detached=("-o",)
+    ),
+    "brotli": _options_carrier(writes=("-o", "--output")),
+    "lz4": _options_carrier(outputs=_after_first),
+    "split": _options_carrier(
+        scripts=("--filter",),
+        takes_value=(
+            *("-a", "-b", "-C", "-l", "-n", "-t", "-p", "--suffix-length", "--bytes"),
+            *("--line-bytes", "--lines", "--number", "--separator", "--additional-suffix"),
+        ),
+        outputs=_after_first,
+    ),
+    "csplit": _options_carrier(
+        writes=("-f", "--prefix"),
+        takes_value=("-b", "--suffix-format", "-n", "--digits"),
+        outputs=_csplit_files,
+    ),
+    "openssl": _openssl,
+    "make": _make,
     "curl": _options_carrier(
         writes=(
-            "-o",
-            "--output",
-            "-D",
-            "--dump-header",
-            "-c",
-            "--cookie-jar",
-            "--trace",
-            "--trace-ascii",
-            "--stderr",
-            "--output-dir",
-            "--libcurl",
-            "--etag-save",
+            *("-o", "--output", "-D", "--dump-header", "-c", "--cookie-jar", "--trace"),
+            *("--trace-ascii", "--stderr", "--output-dir", "--libcurl", "--etag-save"),
+            *("--hsts", "--alt-svc"),
         ),
         problems=("-K", "--config"),
     ),
     "wget": _options_carrier(
         writes=(
-            "-O",
-            "--output-document",
-            "-o",
-            "--output-file",
-            "-a",
-            "--append-output",
-            "-P",
-            "--directory-prefix",
+            *("-O", "--output-document", "-o", "--output-file", "-a", "--append-output"),
+            *("-P", "--directory-prefix", "--save-cookies", "--warc-file", "--hsts-file"),
+            "--rejected-log",
         ),
         problems=("-e", "--execute", "--config", "--use-askpass"),
     ),
     "tar": _options_carrier(
-        writes=("--index-file",),
+        writes=("--index-file", "-g", "--listed-incremental", "--volno-file"),
         scripts=("--to-command", "--info-script", "--new-volume-script", "--rsh-command"),
-        problems=("-I", "-F", "--use-compress-program", "--checkpoint-action"),
+        problems=("-I", "-F", "--use-compress-program", "--checkpoint-action", "--rmt-command"),
     ),
-    "zip": _options_carrier(scripts=("-TT", "--unzip-command")),
-    "rsync": _options_carrier(scripts=("-e", "--rsh"), problems=("--rsync-path",)),
+    "zip": _options_carrier(
+        writes=("-O", "--output-file", "-lf", "--logfile-path", "-b", "--temp-path"),
+        scripts=("-TT", "--unzip-command"),
+    ),
+    "rsync": _options_carrier(
+        writes=(
+            *("--log-file", "--write-batch", "--only-write-batch", "--backup-dir"),
+            *("-T", "--temp-dir", "--partial-dir"),
+        ),
+        scripts=("-e", "--rsh"),
+        problems=("--rsync-path",),
+    ),
     "ssh": _ssh,
     "scp": _ssh,
     "sftp": _ssh,
-    "man": _options_carrier(scripts=("-P", "--pager"), problems=("-H", "--html")),
+    "man": _options_carrier(
+        scripts=("-P", "--pager"), problems=("-H", "--html", "-C", "--config-file")
+    ),
     "nix-shell": _options_carrier(scripts=("--run", "--command")),
     "vim": _always("vim can run shell commands from its options", "-"),
     "nvim": _always("nvim can run shell commands from its options", "-"),

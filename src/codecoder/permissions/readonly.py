@@ -11,13 +11,7 @@ import re
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from codecoder.permissions.programs import (
-    FIND_EXEC,
-    FIND_WRITES,
-    find_roots,
-    git_parts,
-    sed_scripts,
-)
+from codecoder.permissions.programs import NOTHING, carried, find_roots, git_parts, sed_scripts
 from codecoder.permissions.sedscript import sed_effects
 from codecoder.permissions.words import (
     Word,
@@ -31,7 +25,10 @@ from codecoder.permissions.wrappers import unwrap_one
 
 class _ReadOnly(NamedTuple):
     unsafe: tuple[str, ...] = ()
-    """Options (or their prefixes with `=`) that make it run or write something."""
+    """Options that make it do more than read what the check sees: follow links while
+    it recurses, take its files from a list, set the clock. What it runs or writes
+    through an option (`sort -o`, `find -exec`, `base64 -o`) is in the one table of
+    programs.py, which `read_only` asks first."""
     paths: str = "operands"
     """Which words are files it reads: `operands`, `none`, or `after-first` (the first
     operand is a pattern, as for grep, unless `-e`/`-f` gives it)."""
@@ -74,19 +71,11 @@ READ_ONLY: dict[str, _ReadOnly] = {
         ("-f", "--from-file", "--slurpfile", "--rawfile", "-L", "--library-path", "--run-tests"),
         "after-first",
     ),
-    "rg": _ReadOnly(
-        ("--pre", "--pre-glob", "-z", "--search-zip", "--hostname-bin", "-L", "--follow"),
-        "after-first",
-        here=True,
-    ),
-    "find": _ReadOnly(
-        (*FIND_EXEC, *FIND_WRITES, "-delete", "-files0-from", "-L", "-follow"), paths="find"
-    ),
-    "tree": _ReadOnly(("-o", "-R", "-l", "--fromfile"), here=True),
-    "sort": _ReadOnly(
-        ("-o", "--output", "--compress-program", "--files0-from", "-T", "--temporary-directory")
-    ),
-    "uniq": _ReadOnly(max_operands=1, values=("-f", "-s", "-w")),
+    "rg": _ReadOnly(("-L", "--follow"), "after-first", here=True),
+    "find": _ReadOnly(("-files0-from", "-L", "-follow"), paths="find"),
+    "tree": _ReadOnly(("-l", "--fromfile"), here=True),
+    "sort": _ReadOnly(("--files0-from",)),
+    "uniq": _ReadOnly(values=("-f", "-s", "-w", "--skip-fields", "--skip-chars", "--check-chars")),
     "sed": _ReadOnly(("-i", "--in-place", "-f", "--file"), paths="sed"),
     "git": _ReadOnly(paths="git"),
 }
@@ -116,6 +105,8 @@ def read_only(argv: tuple[Word, ...]) -> ReadOnly | None:
         return ReadOnly(()) if step is not None and step.argv and not step.writes else None
     spec = READ_ONLY.get(name)
     if spec is None or argv[0].text != name:  # `./ls` is a program of the workspace
+        return None
+    if carried(argv) != NOTHING:  # it runs or writes something through its arguments
         return None
     args = argv[1:]
     if any(_unsafe(word.text, spec.unsafe) for word in args):
