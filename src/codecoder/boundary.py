@@ -1,4 +1,5 @@
-"""The workspace boundary: where a path really points, and whether that is inside.
+"""The workspace boundary: where a path really points, and whether that is inside; and
+where a program found on PATH lies (below).
 
 Shared by the tools (which resolve what they touch) and the permission layer (which
 checks the same real paths, so a symlink cannot smuggle a path out); neither imports the
@@ -7,6 +8,7 @@ other for it.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections import Counter
 from collections.abc import Sequence
@@ -68,3 +70,58 @@ def is_own_database(info: os.stat_result) -> bool:
             if (own.st_dev, own.st_ino) == (info.st_dev, info.st_ino):
                 return True
     return False
+
+
+# --- programs found on PATH ------------------------------------------------------------
+#
+# A folder of the workspace on PATH (an activated `.venv/bin`, `node_modules/.bin`,
+# direnv's `PATH_add bin`) or a relative entry (`.`, an empty one: the folder a child
+# starts in) lets a command put a program of its own where a later bare name finds it: a
+# `git` that CodeCoder's own git then runs on the host, a `bwrap` that "confines" the
+# next command, a `cat` that a line allowed unasked as read-only runs.
+
+
+def host_program(name: str, roots: Sequence[Path], search: str | None = None) -> str | None:
+    """The program CodeCoder itself starts as `name`: the first on `search` (default:
+    PATH) in an absolute folder that is not in `roots`, and whose real file is not in
+    them either (a link from `~/bin` into the workspace is the workspace's); None when
+    there is none. Skipped entries are judged by place, not content, so the answer
+    holds whatever a command writes in the roots."""
+    return _host_program(name, tuple(os.path.realpath(r) for r in roots), _search_path(search))
+
+
+def runs_from_inside(
+    name: str, roots: Sequence[Path], cwd: Path, search: str | None = None
+) -> bool:
+    """Whether a bare `name` typed in a command run in `cwd` (no `/` in it) runs a
+    program the roots hold: the first one found on `search` (default: PATH), as the
+    shell finds it (a relative entry from `cwd`), lies in them."""
+    real_roots = tuple(os.path.realpath(r) for r in roots)
+    for entry in _search_path(search).split(os.pathsep):
+        candidate = os.path.join(cwd, entry or ".", name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return _in_roots(candidate, real_roots)
+    return False
+
+
+@functools.lru_cache(maxsize=64)
+def _host_program(name: str, roots: tuple[str, ...], search: str) -> str | None:
+    for entry in search.split(os.pathsep):
+        if not os.path.isabs(entry):
+            continue
+        candidate = os.path.join(entry, name)
+        if not (os.path.isfile(candidate) and os.access(candidate, os.X_OK)):
+            continue
+        if not _in_roots(candidate, roots):
+            return candidate
+    return None
+
+
+def _in_roots(candidate: str, roots: tuple[str, ...]) -> bool:
+    """The folder as written or the file as it really is lies at or below a root."""
+    places = (os.path.realpath(os.path.dirname(candidate)), os.path.realpath(candidate))
+    return any(p == r or p.startswith(r.rstrip("/") + "/") for p in places for r in roots)
+
+
+def _search_path(search: str | None) -> str:
+    return search if search is not None else os.environ.get("PATH", os.defpath)

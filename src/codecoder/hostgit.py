@@ -25,6 +25,7 @@ one of two routes, and no third:
 The checkpoints' git (checkpoints/objects.py) is the second route by construction: its
 store is its own git dir. The route of each process is listed in docs/sandbox.md, "What
 runs outside the sandbox". A bwrap around each of these would cost ~6 ms a process.
+The git itself is found on PATH outside the workspace (`program`).
 """
 
 from __future__ import annotations
@@ -94,15 +95,28 @@ def environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def program(folder: Path) -> str | None:
+    """The git to run for `folder`: found on PATH outside the folder and the repository
+    that holds it (a command there may have put a `git` of its own in a `.venv/bin` on
+    PATH: boundary.host_program)."""
+    from codecoder.boundary import host_program
+
+    top = repository_top(folder)
+    return host_program("git", (folder,) if top is None else (folder, top))
+
+
 def locate(folder: Path, *, timeout: float = 10.0) -> Repository | None:
     """The repository that holds `folder`, or None (not in one, no git, too slow)."""
     import subprocess
 
+    git = program(folder)
+    if git is None:
+        return None
     args = ["rev-parse", "--show-toplevel", "--absolute-git-dir"]
     args += ["--git-path", "objects", "--git-path", "index", "--git-path", "info/exclude"]
     try:
         done = subprocess.run(
-            ["git", "-c", "safe.bareRepository=explicit", *args, "HEAD"],
+            [git, "-c", "safe.bareRepository=explicit", *args, "HEAD"],
             cwd=folder,
             env=environment(),
             stdin=subprocess.DEVNULL,
@@ -168,7 +182,8 @@ def changed_files(folder: Path, *, timeout: float) -> int | None:
     import tempfile
 
     repository = locate(folder, timeout=timeout)
-    if repository is None:
+    git = program(folder)
+    if repository is None or git is None:
         return None
     scratch = Path(tempfile.mkdtemp(prefix="codecoder-git-"))
     try:
@@ -185,7 +200,7 @@ def changed_files(folder: Path, *, timeout: float) -> int | None:
             "GIT_INDEX_FILE": str(os.path.abspath(repository.index_file)),
         }
         done = subprocess.run(
-            ["git", *STATUS_ARGS],
+            [git, *STATUS_ARGS],
             cwd=repository.top,
             env=env,
             stdin=subprocess.DEVNULL,

@@ -26,8 +26,12 @@ from pathlib import Path
 import pytest
 
 from codecoder.context.fragments import git_summary
+from codecoder.kernel.cancel import CancelToken
+from codecoder.kernel.ports import ToolContext
 from codecoder.permissions.writes import reads_repository
+from codecoder.sandbox.runtime import Sandbox
 from codecoder.tools.process import ProcessManager
+from codecoder.tools.shell import RunCommand
 
 from .conftest import needs_bwrap
 from .test_cli import FULL_AUTO, call, finished, run_exec
@@ -58,6 +62,14 @@ def plain(tmp_path: Path) -> Path:
 
 
 # --- 1. protected entries that do not exist yet ------------------------------------------
+
+
+def held_or_gone(place: Path) -> bool:
+    """An empty folder held in place of a missing entry during a session is removed when
+    the session ends: either way, nothing a command wrote is there."""
+    if not os.path.lexists(place):
+        return True
+    return place.is_dir() and not place.is_symlink() and os.listdir(place) == []
 
 
 GRANT = '[permissions]\nallow = ["unsandboxed"]\n'
@@ -96,7 +108,7 @@ def test_a_confined_command_cannot_give_the_next_session_rights(
     )
     assert code == 0, err
     assert finished(lines)[0]["status"] == "error"
-    assert os.listdir(plain / ".codecoder") == []  # the empty folder held in its place
+    assert held_or_gone(plain / ".codecoder")
     pwned = tmp_path / "pwned"
     escalate = call("run_command", command=f"touch {pwned}", sandbox=False)
     code, lines, err = run_exec(tmp_path, plain, [[escalate], ["done"]], *FULL_AUTO)
@@ -126,8 +138,7 @@ def test_a_confined_command_cannot_make_the_top_a_repository(
     )
     assert code == 0, err
     assert finished(lines)[0]["status"] == "error", finished(lines)[0]["content"]
-    dot_git = plain / ".git"
-    assert dot_git.is_dir() and not dot_git.is_symlink() and os.listdir(dot_git) == []
+    assert held_or_gone(plain / ".git")
     # an empty .git is no repository: git still says so, and the user can still make one
     outside = subprocess.run(["git", "-C", str(plain), "status"], capture_output=True, check=False)
     assert outside.returncode != 0
@@ -162,7 +173,7 @@ def test_an_empty_git_placeholder_leaves_a_repository_above_in_charge(
     assert code == 0, err
     made, status = finished(lines)
     assert made["status"] == "success", made["content"]
-    assert os.listdir(ws / ".git") == []
+    assert held_or_gone(ws / ".git")
     assert status["status"] == "success", status["content"]
     assert "sub/" in status["content"]
     assert git_summary(ws).startswith(f"yes, root {top}")
@@ -339,3 +350,128 @@ def test_the_host_s_sysv_ipc_is_not_shared(manager: ProcessManager, workspace: P
         assert f" {key} " not in inside.text
     finally:
         subprocess.run(["ipcrm", "-m", key], check=False)
+
+
+# --- programs a command puts on PATH -------------------------------------------------------
+
+
+def planting_script(bin_dir: str, pwned: Path) -> str:
+    """A shell script that puts in `bin_dir` (a folder of the workspace on PATH, as an
+    activated `.venv/bin` is) a `bwrap` that runs what it is given unconfined, and a
+    `git`, `rg` and `cat` that leave a mark and then do their work."""
+    fake_bwrap = 'while [ "$1" != "--" ]; do shift; done; shift; exec "$@"'
+    files = {"bwrap": f"touch {pwned}-bwrap\n{fake_bwrap}"}
+    for name in ("git", "rg", "cat"):
+        real = shutil.which(name) or f"/usr/bin/{name}"
+        files[name] = f'touch {pwned}-{name}\nexec {real} "$@"'
+    lines = [f"mkdir -p {bin_dir}"]
+    for name, body in files.items():
+        script = f"{shlex.quote('#!/bin/sh')} {shlex.quote(body)}"
+        lines.append(f"printf '%s\\n' {script} > {bin_dir}/{name}")
+        lines.append(f"chmod +x {bin_dir}/{name}")
+    return "\n".join(lines) + "\n"
+
+
+@needs_bwrap
+def test_programs_on_a_path_inside_the_workspace_are_not_ours_to_run(
+    tmp_path: Path, outside_tmp: Path
+) -> None:
+    """`.venv/bin` of the workspace is on PATH. A confined command plants a `bwrap`,
+    `git`, `rg` and `cat` there: the next command of the same session is still confined
+    by the real bwrap, the checkpoints' git is not the planted one, and the next session
+    (prompt, grep, a `cat` allowed unasked as read-only) runs none of them."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    git(ws, "init", "-q")
+    (ws / "notes.txt").write_text("hello\n")
+    pwned = tmp_path / "pwned"
+    (ws / "plant.sh").write_text(planting_script(".venv/bin", pwned))
+    outside = outside_tmp / "outside.txt"
+    (ws / "escape.py").write_text(f"open({str(outside)!r}, 'w').write('x')\n")
+    env = {**os.environ, "PATH": f"{ws / '.venv' / 'bin'}:{os.environ['PATH']}"}
+    replies = [
+        [call("run_command", command="sh plant.sh")],
+        [call("run_command", command="python3 escape.py")],
+        ["done"],
+    ]
+    code, lines, err = run_exec(tmp_path, ws, replies, *FULL_AUTO, env=env)
+    assert code == 0, err
+    planted, escaped = finished(lines)
+    assert planted["status"] == "success", planted["content"]
+    assert (ws / ".venv" / "bin" / "bwrap").exists()
+    assert escaped["status"] == "error", escaped["content"]
+    assert not outside.exists()
+    replies = [
+        [call("run_command", command="cat notes.txt")],
+        [call("grep", pattern="hello")],
+        ["done"],
+    ]
+    code, lines, err = run_exec(tmp_path, ws, replies, "--approval", "never-ask", env=env)
+    assert code == 0, err
+    cat, grep = finished(lines)
+    assert cat["status"] == "error" and "needs approval" in cat["error"]["message"], cat
+    assert grep["status"] == "success" and "notes.txt" in grep["content"], grep
+    assert ran(pwned) == []
+
+
+@needs_bwrap
+def test_a_hooks_folder_named_during_a_session_is_read_only_from_then_on(
+    manager: ProcessManager, workspace: Path, tmp_path: Path
+) -> None:
+    """husky's `prepare` sets core.hooksPath in the middle of a session: the guards are
+    read again when git's config changes, not once per process."""
+    sandbox = Sandbox("workspace-write")
+    tool = RunCommand(manager, sandbox)
+    ctx = ToolContext("call_1", CancelToken(), workspace, lambda event: None)
+    pwned = tmp_path / "pwned"
+    try:
+        first = tool.run({"command": "echo a > a.txt"}, ctx)
+        assert first.status == "success", first.text
+        git(workspace, "config", "core.hooksPath", ".githooks")  # on the host, as husky does
+        (workspace / "plant.sh").write_text(
+            f"mkdir -p .githooks && printf '#!/bin/sh\\ntouch {pwned}\\n' > .githooks/pre-commit"
+            " && chmod +x .githooks/pre-commit\n"
+        )
+        planted = tool.run({"command": "sh plant.sh"}, ctx)
+    finally:
+        sandbox.close()
+    assert planted.status == "error", planted.text
+    git(workspace, "add", "a.txt")
+    git(workspace, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-qm", "x")
+    assert not pwned.exists()
+
+
+@needs_bwrap
+@pytest.mark.parametrize("name", [".codecoder", ".git"])
+def test_a_dangling_link_at_the_top_is_held_at_its_target(
+    manager: ProcessManager, tmp_path: Path, name: str
+) -> None:
+    """A repository may commit `.codecoder` (or `.git`) as a link to a folder that does
+    not exist yet: a command must not make that folder and fill it."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / name).symlink_to("held")
+    (ws / "plant.sh").write_text("mkdir -p held && echo '[permissions]' > held/config.toml\n")
+    result = run(manager, ws, "sh plant.sh")
+    assert result.status == "error", result.text
+    assert held_or_gone(ws / "held")
+
+
+@needs_bwrap
+def test_the_held_folders_are_removed_when_the_session_ends_if_still_empty(
+    manager: ProcessManager, tmp_path: Path
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    sandbox = Sandbox("workspace-write")
+    tool = RunCommand(manager, sandbox)
+    ctx = ToolContext("call_1", CancelToken(), ws, lambda event: None)
+    try:
+        made = tool.run({"command": "ls -a .git .codecoder > seen.txt"}, ctx)
+        assert made.status == "success", made.text
+        assert (ws / ".git").is_dir() and (ws / ".codecoder").is_dir()  # held meanwhile
+        git(ws, "init", "-q")  # the user's own, on the host: that one stays
+    finally:
+        sandbox.close()
+    assert not (ws / ".codecoder").exists()
+    assert (ws / ".git" / "HEAD").is_file()

@@ -452,6 +452,7 @@ def _sandbox(options: AgentOptions, user_config: dict[str, Any], policy: RulePol
         network_for=network_for,
         reads_only=writes_nothing,
         reads_repository=reads_repository,
+        roots=policy.scope.roots,
     )
     try:
         sandbox.check()

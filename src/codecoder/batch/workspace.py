@@ -48,6 +48,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from codecoder import hostgit
+from codecoder.boundary import host_program
 
 SAFE_CONFIG = (
     "core.hooksPath=/dev/null",
@@ -89,9 +90,12 @@ def git_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
 def git(args: list[str], *, cwd: Path | None = None, env: Mapping[str, str] | None = None) -> bytes:
     """Run one git command hardened as the module says; its stdout, or GitError."""
     config = [word for pair in SAFE_CONFIG for word in ("-c", pair)]
+    found = hostgit.program(cwd) if cwd is not None else host_program("git", ())
+    if found is None:
+        raise GitError("git: not found on PATH (outside the task's workspace)")
     try:
         done = subprocess.run(
-            ["git", *config, *args],
+            [found, *config, *args],
             cwd=cwd,
             env=env if env is not None else git_environment(),
             stdin=subprocess.DEVNULL,

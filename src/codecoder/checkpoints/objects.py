@@ -41,7 +41,7 @@ from pathlib import Path
 
 import msgspec
 
-from codecoder import paths
+from codecoder import hostgit, paths
 from codecoder.boundary import is_own_database
 from codecoder.hostgit import repository_top
 from codecoder.kernel.cancel import Cancelled, CancelToken
@@ -258,9 +258,12 @@ class ObjectStore:
         env = self.environment()
         if index is not None:
             env = {**env, "GIT_INDEX_FILE": str(index)}
+        git = hostgit.program(self.workspace)
+        if git is None:
+            raise StoreError("git is not installed: commands' changes cannot be kept")
         try:
             proc = subprocess.Popen(
-                ["git", *args],
+                [git, *args],
                 cwd=self.workspace,
                 env=env,
                 stdin=subprocess.DEVNULL,

@@ -153,9 +153,11 @@ def run_doctor(args: argparse.Namespace) -> int:
 def _report_sandbox(config: Mapping[str, Any]) -> bool:
     """Print whether commands can be confined here (docs/sandbox.md) and why not; False
     when `[sandbox] mode` asks for a sandbox that cannot run (every run would stop)."""
-    from codecoder.sandbox.probe import probe, version
+    from pathlib import Path
 
-    found = probe()
+    from codecoder.sandbox.probe import checked, find, version
+
+    found = checked(find((Path.cwd(),)))  # not a bwrap a command left in this folder
     table = config.get("sandbox")
     wanted = table.get("mode") if isinstance(table, dict) else None
     if found.works and found.path is not None:

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
+from codecoder.boundary import runs_from_inside
 from codecoder.kernel.messages import ToolCall
 from codecoder.kernel.ports import Risk, Tool
 from codecoder.permissions.paths import (
@@ -239,7 +240,7 @@ def _read_parts(
     if cmd.guessed or cmd.assignments:
         return None
     found = read_only(cmd.argv)
-    if found is None:
+    if found is None or _workspace_program(cmd, base or cwd, scope):
         return None
     parts: list[Part] = []
     for word in found.paths:
@@ -251,6 +252,14 @@ def _read_parts(
             file_part(READ_TOOL, "read", raw, where, scope, by_tool=False) for raw in paths
         )
     return parts
+
+
+def _workspace_program(cmd: SimpleCommand, cwd: Path, scope: Scope) -> bool:
+    """Whether the program's bare name finds one the roots hold on PATH (an activated
+    `.venv/bin`, a relative entry): a `cat` an earlier command put there is no `cat` of
+    the read-only list, as `./cat` is not."""
+    name = cmd.argv[0].text if cmd.argv else ""
+    return "/" not in name and runs_from_inside(name, scope.roots, cwd)
 
 
 def _moves(cmd: SimpleCommand) -> bool:

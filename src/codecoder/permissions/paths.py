@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
+import time
 from collections.abc import Sequence
-from functools import cache
 from pathlib import Path
 from typing import NamedTuple
 
@@ -150,14 +151,87 @@ class GitGuards(NamedTuple):
 _GUARDED_KEYS = r"^(core\.hookspath|include\.path|includeif\..*\.path)$"
 
 
-@cache
+_guards: dict[Path, tuple[tuple[object, ...], GitGuards]] = {}
+_guards_lock = threading.Lock()
+
+FRESH_NS = 2_000_000_000
+"""A config file modified this recently (2 s) is read again at the next check anyway:
+file times are coarse, a change in the same tick as the last read could keep its mtime."""
+
+
 def git_guards(workspace: Path) -> GitGuards:
     """The workspace's GitGuards, as the write check protects them and the sandbox binds
-    them read-only (sandbox/layout.py). Read once per workspace, on the first write
-    checked, with one `git config` that follows includes (so an included file's own
-    includes are listed too) and names the file each value came from: an include's
-    relative path is relative to that file's folder, a hooks path to the top of the work
-    tree."""
+    them read-only (sandbox/layout.py). Read again whenever a config file git reads has
+    changed since (its mtime, size or inode: husky's `prepare` sets core.hooksPath in the
+    middle of a session, a daemon serves a workspace for days), else from the cache: a
+    handful of `stat`s a check instead of a git process."""
+    with _guards_lock:
+        kept = _guards.get(workspace)
+    configs = kept[1].configs if kept is not None else ()
+    stamp = _config_stamp(workspace, configs)
+    if kept is not None and kept[0] == stamp:
+        return kept[1]
+    found = _read_guards(workspace)  # the stamp is from before: a change made while
+    with _guards_lock:  # git reads is seen at the next check
+        _guards[workspace] = (stamp, found)
+    return found
+
+
+def _config_stamp(workspace: Path, includes: Sequence[Path]) -> tuple[object, ...]:
+    """What the config files git reads for `workspace` look like now: system, global,
+    the repository's (its git dir's and, for a worktree, the common one's) and the
+    included ones; a fresh one makes the stamp unique (read again)."""
+    from codecoder.hostgit import repository_top
+
+    home = Path.home()
+    xdg = os.environ.get("XDG_CONFIG_HOME") or str(home / ".config")
+    files = [
+        os.environ.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig",
+        os.environ.get("GIT_CONFIG_GLOBAL") or str(home / ".gitconfig"),
+        os.path.join(xdg, "git", "config"),
+        *map(str, includes),
+    ]
+    top = repository_top(workspace)
+    if top is not None:
+        files += _repository_configs(top / ".git")
+    now = time.time_ns()
+    stamp: list[object] = []
+    for name in files:
+        try:
+            info = os.stat(name)
+        except OSError:
+            stamp.append((name, None))
+            continue
+        if now - info.st_mtime_ns < FRESH_NS:
+            return (object(),)  # equal to no other stamp
+        stamp.append((name, info.st_mtime_ns, info.st_size, info.st_ino))
+    return tuple(stamp)
+
+
+def _repository_configs(dot_git: Path) -> list[str]:
+    """`config` and `config.worktree` of the git dir `.git` is or points to (a `gitdir:`
+    file), and of its common dir (`commondir`), by looking."""
+    folder = dot_git
+    if dot_git.is_file():
+        try:
+            first = dot_git.read_text(errors="replace")[:4096].splitlines()[:1]
+        except OSError:
+            return []
+        if not first or not first[0].startswith("gitdir:"):
+            return []
+        folder = dot_git.parent / first[0].removeprefix("gitdir:").strip()
+    found = [str(folder / "config"), str(folder / "config.worktree")]
+    try:
+        common = (folder / "commondir").read_text(errors="replace")[:4096].strip()
+    except OSError:
+        return found
+    return [*found, str(folder / common / "config"), str(folder / common / "config.worktree")]
+
+
+def _read_guards(workspace: Path) -> GitGuards:
+    """One `git config` that follows includes (so an included file's own includes are
+    listed too) and names the file each value came from: an include's relative path is
+    relative to that file's folder, a hooks path to the top of the work tree."""
     found = _git(workspace, "config", "--show-origin", "-z", "--get-regexp", _GUARDED_KEYS)
     if not found:
         return GitGuards()
@@ -184,9 +258,14 @@ def git_guards(workspace: Path) -> GitGuards:
 
 def _git(workspace: Path, *args: str) -> str:
     """What `git -C workspace ARGS` prints, or "" when it fails or finds nothing."""
+    from codecoder.hostgit import program
+
+    git = program(workspace)
+    if git is None:
+        return ""
     try:
         done = subprocess.run(
-            ["git", "-C", str(workspace), *args],
+            [git, "-C", str(workspace), *args],
             capture_output=True,
             text=True,
             timeout=10,

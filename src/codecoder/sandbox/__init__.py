@@ -62,7 +62,8 @@ def wrap_argv(
     from codecoder.sandbox.bwrap import Confinement
     from codecoder.sandbox.probe import require
 
+    roots = (Path(workspace), *extra_roots)
     confinement = Confinement(
-        mode, Path(workspace), network=network, extra_roots=tuple(extra_roots), bwrap=require()
+        mode, Path(workspace), network=network, extra_roots=tuple(extra_roots), bwrap=require(roots)
     )
     return confinement.wrap(argv, cwd=cwd)

@@ -95,7 +95,7 @@ class Confinement(msgspec.Struct, frozen=True):
             hooks = [folder for guards in every for folder in guards.hooks]
             configs = [config for guards in every for config in guards.configs]
             for root in roots:  # a root's config may include a file of another root
-                hold_places(root)
+                scan.held.update(hold_places(root))
                 entries = scan.protected(Path(root), hooks, configs)
                 protected += entries
                 pins += pinned(root, entries)

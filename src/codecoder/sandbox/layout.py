@@ -30,7 +30,9 @@ filter the next session's own `git status` runs; a `.codecoder/config.toml` that
 the next session rights), and bwrap can only bind what exists. `hold_places` makes each
 missing one an empty folder on the host before the scan, so it is bound read-only like
 one that was there. git skips an empty `.git` (it is no repository: discovery goes on
-upwards, and `git init` fills it), and an empty `.codecoder` holds no settings. So does
+upwards, and `git init` fills it), and an empty `.codecoder` holds no settings; still,
+a tool that looks for the top of a project by a `.git` entry would stop there, so the
+session removes them when it ends if they are still empty (`FolderScan.release`). So does
 `protected` for a hooks folder or an included config file that git's config names but
 that does not exist yet. Deeper down, `.git` and `.codecoder` are protected where they
 exist: one command can still make `sub/.git` and write into it (docs/sandbox.md, "What
@@ -46,6 +48,7 @@ engines, the system bus, databases and other services under `/run` (`SYSTEM_SOCK
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import stat
@@ -210,6 +213,17 @@ class FolderScan:
         self.listed = 0
         """Folders listed (scandir) so far, for tests and benchmarks; the rest were
         answered from the cache."""
+        self.held: set[str] = set()
+        """The empty folders `hold_places` made for the scans' commands, which the
+        session removes when it ends if they are still empty (`release`)."""
+
+    def release(self) -> None:
+        """Remove the held folders that are still empty (a `git init` of yours filled
+        one: it stays); they are made again at the next session's first command."""
+        for place in sorted(self.held, reverse=True):
+            with contextlib.suppress(OSError):
+                os.rmdir(place)
+        self.held.clear()
 
     def protected(
         self, root: Path, hooks: Iterable[Path] = (), configs: Iterable[Path] = ()
@@ -292,14 +306,24 @@ class FolderScan:
         return listing
 
 
-def hold_places(root: str) -> None:
-    """Make `.git` and `.codecoder` at the top of `root` empty folders where no entry of
-    that name (not even a dangling link) exists (the module docstring says why)."""
+def hold_places(root: str) -> list[str]:
+    """Make `.git` and `.codecoder` at the top of `root` empty folders where they do not
+    exist (the module docstring says why); where one is a dangling link into the root,
+    make its target so (a command could make it and fill it; outside the roots it
+    cannot write). The folders made."""
+    made: list[str] = []
     for name in PROTECTED_NAMES:
+        place = os.path.join(root, name)
+        if os.path.islink(place) and not os.path.exists(place):
+            target = os.path.realpath(place)
+            if _below(target, root):
+                place = target
         try:
-            os.mkdir(os.path.join(root, name), 0o755)
+            os.makedirs(place, 0o755)
         except OSError:
             continue  # there already (made meanwhile too), or the root is not writable
+        made.append(place)
+    return made
 
 
 def pinned(root: str, protected: Iterable[str]) -> list[str]:

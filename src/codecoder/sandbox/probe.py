@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
+from pathlib import Path
 
 import msgspec
 
+from codecoder.boundary import host_program
 from codecoder.sandbox import SandboxUnavailable
 
 PROBE_TIMEOUT = 10.0
@@ -41,10 +43,22 @@ class Probe(msgspec.Struct, frozen=True):
 
 
 def probe(bwrap: str | None = None) -> Probe:
-    """Whether `bwrap` (default: the one on PATH) can confine a command here. Cached
-    for the life of the process (`forget` clears it)."""
-    path = bwrap or shutil.which("bwrap")
+    """Whether `bwrap` (default: `find()`'s) can confine a command here. Cached for the
+    life of the process (`forget` clears it)."""
+    return _probe(bwrap or find(()))
+
+
+def checked(path: str | None) -> Probe:
+    """Whether the bwrap at `path` can confine a command here; None: there is none
+    (cached like `probe`)."""
     return _probe(path)
+
+
+def find(roots: Sequence[Path]) -> str | None:
+    """The bwrap on PATH outside `roots` (the folders commands may write: a `bwrap`
+    planted in a `.venv/bin` on PATH would "confine" every later command) and outside
+    relative entries."""
+    return host_program("bwrap", roots)
 
 
 def forget() -> None:
@@ -52,9 +66,10 @@ def forget() -> None:
     _probe.cache_clear()
 
 
-def require(bwrap: str | None = None) -> str:
-    """The path of a bwrap that works; SandboxUnavailable saying why otherwise."""
-    found = probe(bwrap)
+def require(roots: Sequence[Path] = ()) -> str:
+    """The path of a bwrap outside `roots` that works; SandboxUnavailable saying why
+    otherwise."""
+    found = checked(find(roots))
     if not found.works or found.path is None:
         raise SandboxUnavailable(found.detail)
     return found.path

@@ -31,6 +31,10 @@ The network is on for every command with `network`, else for the commands `netwo
 allows (`[sandbox] network_allow`, decided by the permission layer's parser); off for
 the rest.
 
+bwrap itself is the one on PATH outside the session's roots (`probe.find`): a folder of
+the workspace on PATH (an activated `.venv/bin`) could otherwise hold a `bwrap` a command
+put there, which would "confine" every later command.
+
 /tmp is the session's own: a folder made at the first confined command and mounted as
 /tmp in each, so that a file one command leaves in /tmp is there for the next (the host's
 /tmp, with other users' and programs' files and sockets, is not); `close` removes it. Its
@@ -52,7 +56,7 @@ from codecoder.boundary import is_inside
 from codecoder.sandbox import SandboxMode, SandboxUnavailable
 from codecoder.sandbox.bwrap import Confinement
 from codecoder.sandbox.layout import FolderScan
-from codecoder.sandbox.probe import Probe, probe
+from codecoder.sandbox.probe import Probe, checked, find
 
 __all__ = ["Sandbox", "Wrapper"]
 
@@ -73,7 +77,8 @@ class Sandbox:
         reads_only: Callable[[str, Path], bool] | None = None,
         reads_repository: Callable[[str, Path], bool] | None = None,
         bwrap: str | None = None,
-        prober: Callable[[str | None], Probe] = probe,
+        roots: Sequence[Path] = (),
+        prober: Callable[[str | None], Probe] = checked,
     ) -> None:
         self.explicit: SandboxMode | None = mode
         self.network = network
@@ -82,6 +87,7 @@ class Sandbox:
         self._reads_only = reads_only
         self._reads_repository = reads_repository
         self._bwrap = bwrap
+        self._roots = tuple(roots)
         self._prober = prober
         self._scan = FolderScan()
         self._lock = threading.Lock()
@@ -91,7 +97,9 @@ class Sandbox:
         self._closed = False
 
     def probe(self) -> Probe:
-        return self._prober(self._bwrap)
+        """The bwrap given, else the one on PATH outside `roots` (the session's workspace
+        and extra roots: probe.find), probed."""
+        return self._prober(self._bwrap or find(self._roots))
 
     def check(self) -> None:
         """Raise SandboxUnavailable when a mode was asked for and bwrap cannot run."""
@@ -193,11 +201,13 @@ class Sandbox:
         return wrap
 
     def close(self) -> None:
-        """Remove the session's /tmp (commands started later get an empty one)."""
+        """Remove the session's /tmp (commands started later get an empty one) and the
+        empty `.git` and `.codecoder` folders held in the roots (layout.hold_places)."""
         with self._lock:
             folder, self._tmp, self._closed = self._tmp, None, True
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
+        self._scan.release()
 
     def _session_tmp(self, roots: Sequence[Path]) -> str | None:
         """The session's /tmp: in the host's temporary folder, or in /tmp where that lies

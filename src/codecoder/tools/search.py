@@ -261,12 +261,16 @@ class Grep(FileTool[GrepArgs]):
         self._python_timeout = python_timeout
         self._sandbox = sandbox
 
-    def _ripgrep(self) -> str | None:
-        if self._use_rg and self._rg_path is None:
-            import shutil
+    def _ripgrep(self, workspace: Path) -> str | None:
+        """The `rg` given, else the one on PATH outside the workspace (where a command
+        could have put its own: boundary.host_program; cached there)."""
+        if not self._use_rg:
+            return None
+        if self._rg_path is not None:
+            return self._rg_path
+        from codecoder.boundary import host_program
 
-            self._rg_path = shutil.which("rg")
-        return self._rg_path if self._use_rg else None
+        return host_program("rg", (workspace,))
 
     def execute(self, args: GrepArgs, ctx: ToolContext) -> str:
         _check_text("pattern", args.pattern)
@@ -282,7 +286,7 @@ class Grep(FileTool[GrepArgs]):
         elif not root.is_dir():
             raise Refused(f"path not found: {where}")
         wrap = self._wrap(ctx)
-        rg = self._ripgrep()
+        rg = self._ripgrep(ctx.workspace)
         hits = _run_ripgrep(rg, root, args, ctx, wrap) if rg is not None else None
         if hits is None:
             hits = _run_python(root, args, ctx, self._python_timeout, wrap)
