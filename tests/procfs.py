@@ -1,5 +1,12 @@
 """Reading /proc in tests, independently of the code under test: is a process still
-there, and which processes carry a command's marker."""
+there, and which processes carry a command's marker.
+
+A process can vanish at any point while we look: after os.listdir("/proc") named it
+(its files are missing), between opening one of its files and reading it (ESRCH, which
+Python raises as ProcessLookupError), and once it is a zombie its environ and cmdline
+read empty. Every reader here treats each of these as "gone" and never raises, so that a
+test asserting a process died cannot fail because it died while being looked at (a
+copy of the stat reader in the MCP tests did, about one run in fifteen)."""
 
 from __future__ import annotations
 
@@ -9,18 +16,40 @@ from pathlib import Path
 from codecoder.tools.process import MARKER_VAR
 
 
+def pids() -> list[int]:
+    """Every process /proc lists now; any of them may be gone by the time it is read."""
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def read(pid: int, name: str) -> bytes:
+    """/proc/PID/NAME (cmdline, environ, ...); empty when the process is gone."""
+    try:
+        return Path(f"/proc/{pid}/{name}").read_bytes()
+    except OSError:
+        return b""
+
+
+def stat_fields(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (state, ppid, pgrp, session,
+    ...), None when the process is gone. The name sits in parentheses and may itself hold
+    spaces and ")", hence the last one; a line without it or cut short reads as gone."""
+    raw = read(pid, "stat")
+    close = raw.rfind(b")")
+    fields = raw[close + 2 :].decode(errors="replace").split()
+    if close < 0 or len(fields) < 4 or not all(f.lstrip("-").isdigit() for f in fields[1:4]):
+        return None
+    return fields
+
+
 def stat_of(pid: int) -> tuple[str, int] | None:
     """(state, ppid) of a process, None when it is gone (reaped)."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return None
-    fields = raw[raw.rindex(b")") + 2 :].split()
-    return fields[0].decode(), int(fields[1])
+    fields = stat_fields(pid)
+    return None if fields is None else (fields[0], int(fields[1]))
 
 
 def alive(pid: int) -> bool:
-    """Running: present and not a zombie (a dead child waiting to be reaped)."""
+    """Running or stopped: present and not a zombie (a dead child waiting to be reaped,
+    which counts as dead: what a test of killing wants to know is that it ran no more)."""
     stat = stat_of(pid)
     return stat is not None and stat[0] != "Z"
 
@@ -28,12 +57,4 @@ def alive(pid: int) -> bool:
 def marked(marker: str) -> set[int]:
     """Processes whose environment carries the run_command marker `marker`."""
     needle = f"{MARKER_VAR}={marker}\0".encode()
-    found: set[int] = set()
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                if needle in Path(f"/proc/{name}/environ").read_bytes():
-                    found.add(int(name))
-            except OSError:
-                continue
-    return found
+    return {pid for pid in pids() if needle in read(pid, "environ")}
