@@ -11,6 +11,9 @@ copy of the stat reader in the MCP tests did, about one run in fifteen)."""
 from __future__ import annotations
 
 import os
+import select
+import signal
+from contextlib import suppress
 from pathlib import Path
 
 from codecoder.tools.process import MARKER_VAR
@@ -54,7 +57,41 @@ def alive(pid: int) -> bool:
     return stat is not None and stat[0] != "Z"
 
 
+def children_of(ppid: int) -> list[int]:
+    """The processes whose parent is `ppid`, running or zombie."""
+    return [pid for pid in pids() if (stat := stat_of(pid)) is not None and stat[1] == ppid]
+
+
+def environ_value(pid: int, name: str) -> str | None:
+    """The value of `name` in the process's environment; None when unset or gone."""
+    prefix = f"{name}=".encode()
+    for entry in read(pid, "environ").split(b"\0"):
+        if entry.startswith(prefix):
+            return entry[len(prefix) :].decode(errors="replace")
+    return None
+
+
 def marked(marker: str) -> set[int]:
     """Processes whose environment carries the run_command marker `marker`."""
     needle = f"{MARKER_VAR}={marker}\0".encode()
     return {pid for pid in pids() if needle in read(pid, "environ")}
+
+
+def wait_exit(pid: int, timeout: float = 5.0) -> bool:
+    """Block (on a pidfd, no sleep-loop) until `pid` has exited: True once it is a zombie
+    or gone, also when it was reaped before we could open it; False at the timeout."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        return bool(select.select([fd], [], [], timeout)[0])
+    finally:
+        os.close(fd)
+
+
+def kill(pid: int) -> None:
+    """SIGKILL `pid` unless it is gone already: a process found by a scan may end, and be
+    reaped, before the signal is sent, which is what a cleanup wanted anyway."""
+    with suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)

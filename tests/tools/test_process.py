@@ -4,7 +4,6 @@ steals a Popen's status, kill_all, and the head/tail buffer."""
 from __future__ import annotations
 
 import os
-import select
 import subprocess
 import threading
 import time
@@ -24,7 +23,7 @@ from codecoder.tools.process import (
     parse_stat,
 )
 from codecoder.wording import counted
-from tests.procfs import marked, stat_of
+from tests.procfs import marked, stat_of, wait_exit
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -39,15 +38,6 @@ def our_zombies() -> list[int]:
         if name.isdigit() and stat_of(int(name)) == ("Z", me):
             zombies.append(int(name))
     return zombies
-
-
-def wait_exit(pid: int, timeout: float = 5.0) -> None:
-    """Block (on a pidfd, no sleep-loop) until `pid` has exited."""
-    fd = os.pidfd_open(pid)
-    try:
-        assert select.select([fd], [], [], timeout)[0], f"pid {pid} did not exit"
-    finally:
-        os.close(fd)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -168,7 +158,7 @@ def test_orphans_are_reparented_to_us_and_reaped(manager: ProcessManager) -> Non
     reparented = stat_of(orphan)
     assert reparented is not None
     assert reparented[1] == os.getpid()
-    wait_exit(orphan)
+    assert wait_exit(orphan)
     assert stat_of(orphan) == ("Z", os.getpid())
     assert orphan in manager.reap_orphans()
     assert stat_of(orphan) is None
@@ -177,7 +167,7 @@ def test_orphans_are_reparented_to_us_and_reaped(manager: ProcessManager) -> Non
 def test_reaping_never_steals_a_popen_exit_status(manager: ProcessManager) -> None:
     # A plain child of other code (same process group) and one of a running command.
     other = subprocess.Popen(["sh", "-c", "exit 7"])
-    wait_exit(other.pid)
+    assert wait_exit(other.pid)
     assert stat_of(other.pid) == ("Z", os.getpid())
     assert other.pid not in manager.reap_orphans()
     assert other.wait() == 7
