@@ -15,12 +15,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from codecoder.kernel.cancel import CancelToken
+from codecoder.tools import process
 from codecoder.tools.process import (
     CommandOutcome,
     HeadTail,
     ProcessManager,
     Snapshot,
     parse_stat,
+    read_stat,
 )
 from codecoder.wording import counted
 from tests.procfs import marked, stat_of, wait_exit
@@ -87,6 +89,30 @@ def test_parse_stat_survives_odd_command_names() -> None:
     raw = b"4242 (we ) ird (x)) S 17 4242 99 0 -1 4194560 0 0"
     stat = parse_stat(raw)
     assert (stat.pid, stat.state, stat.ppid, stat.pgid, stat.sid) == (4242, "S", 17, 4242, 99)
+
+
+@pytest.mark.parametrize("line", [b"", b"4242 (sle", b"4242 (sleep) S 1", b"4242 (sleep) S x y z"])
+def test_a_process_that_goes_while_scanned_is_left_out(
+    line: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stat read empty or cut short (the process ended between the listing and the
+    read) leaves that process out of the scan: it must not fail the cleanup after a
+    command. A reaped process reads as gone too."""
+    with subprocess.Popen(["sleep", "30"]) as child:
+        try:
+            real = process._read_all
+
+            def cut(path: str) -> bytes | None:
+                return line if path == f"/proc/{child.pid}/stat" else real(path)
+
+            monkeypatch.setattr(process, "_read_all", cut)
+            assert read_stat(child.pid) is None
+            assert child.pid not in Snapshot.scan().stats
+            subtree = Snapshot.scan_subtree(os.getpid())
+            assert subtree is None or child.pid not in subtree.stats
+        finally:
+            child.kill()
+    assert read_stat(child.pid) is None  # reaped
 
 
 def test_snapshot_sees_ourselves_and_our_children() -> None:
