@@ -16,6 +16,8 @@ from pathlib import Path
 import pexpect
 import pyte
 
+from tests.procfs import kill, pids, stat_fields
+
 ROWS = 30
 COLUMNS = 100
 _ESCAPES = re.compile(rb"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[()][0-9A-B]|\x1b[=>]")
@@ -162,7 +164,7 @@ class Terminal:
         while (left := session_processes(self.pid)) and time.monotonic() < deadline:
             time.sleep(0.05)
         for pid in left:
-            os.kill(pid, signal.SIGKILL)
+            kill(pid)
         assert not left, f"processes left behind: {left}"
 
 
@@ -170,15 +172,8 @@ def session_processes(sid: int) -> list[int]:
     """Live processes of the session `sid` (the client's: pexpect makes it a session
     leader, and what it starts stays in that session unless it makes its own)."""
     found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{name}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        state, session = fields[0], int(fields[3])
-        if session == sid and state != "Z":
-            found.append(int(name))
+    for pid in pids():
+        fields = stat_fields(pid)
+        if fields is not None and int(fields[3]) == sid and fields[0] != "Z":
+            found.append(pid)
     return found

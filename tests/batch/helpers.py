@@ -4,13 +4,13 @@ ten tasks of the issue, and a look at /proc for what a task left running."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 from codecoder.batch.runner import MARKER_VAR
+from tests.procfs import alive, environ_value, pids, read
 
 CLI = [sys.executable, "-m", "codecoder"]
 GIT_ID = ["-c", "user.email=t@example.com", "-c", "user.name=T"]
@@ -76,48 +76,20 @@ def run_batch(
     )
 
 
-def alive(pid: int) -> bool:
-    """Running or stopped: not gone, and not a zombie (a killed task's command can wait a
-    moment for init to reap it)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return False
-    return not stat[stat.rindex(b")") + 2 :].startswith(b"Z")
-
-
 def task_processes() -> set[int]:
     """Processes that carry any batch task's marker (the tasks' commands and their trees)."""
-    needle = f"{MARKER_VAR}=".encode()
-    found: set[int] = set()
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            raw = Path(f"/proc/{name}/environ").read_bytes()
-            state = Path(f"/proc/{name}/stat").read_bytes()
-        except OSError:
-            continue
-        zombie = state[state.rindex(b")") + 2 :].startswith(b"Z")
-        if needle in raw and not zombie:
-            found.add(int(name))
-    return found
+    return {pid for pid in pids() if environ_value(pid, MARKER_VAR) is not None and alive(pid)}
 
 
 def tasks_sleeping() -> set[str]:
     """The tasks (by marker) that have a `sleep` command running: past their clone and
     the start of exec, inside their first command."""
-    needle = f"{MARKER_VAR}=".encode()
     found: set[str] = set()
     for pid in task_processes():
-        try:
-            command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
-            environ = Path(f"/proc/{pid}/environ").read_bytes()
-        except OSError:
-            continue
-        if command.endswith(b"sleep"):
-            start = environ.index(needle) + len(needle)
-            found.add(environ[start : environ.index(b"\0", start)].decode())
+        command = read(pid, "cmdline").split(b"\0")[0]
+        marker = environ_value(pid, MARKER_VAR)  # None once it ended since the scan
+        if command.endswith(b"sleep") and marker is not None:
+            found.add(marker)
     return found
 
 

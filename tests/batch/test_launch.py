@@ -19,13 +19,13 @@ from codecoder.batch.runner import TaskControl, TaskOutcome, run_task
 from codecoder.batch.tasks import TaskSpec, load_tasks
 from codecoder.batch.zygote import PRELOAD
 from tests.batch.helpers import (
-    alive,
     call,
     make_repo,
     task_processes,
     write_script,
     write_tasks,
 )
+from tests.procfs import alive
 
 pytestmark = pytest.mark.timeout(120)
 

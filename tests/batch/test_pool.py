@@ -14,7 +14,6 @@ import pytest
 
 from tests.batch.helpers import (
     CLI,
-    alive,
     check_ten,
     make_repo,
     read_results,
@@ -25,6 +24,7 @@ from tests.batch.helpers import (
     write_script,
     write_tasks,
 )
+from tests.procfs import alive, children_of
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -186,21 +186,8 @@ def test_ctrl_c_cancels_every_running_task_and_leaves_a_valid_file(
     # killed (137) tasks' commands may wait a moment as zombies for init to reap them
     assert not task_processes() and not any(alive(pid) for pid in running)
     assert list(scratch.iterdir()) == []
-    assert _children_of(batch.pid) == []
+    assert children_of(batch.pid) == []
 
 
 def call_command(command: str) -> dict[str, object]:
     return {"type": "tool_call", "name": "run_command", "args": {"command": command}}
-
-
-def _children_of(pid: int) -> list[int]:
-    children = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                stat = Path(f"/proc/{name}/stat").read_bytes()
-            except OSError:
-                continue
-            if int(stat[stat.rindex(b")") + 2 :].split()[1]) == pid:
-                children.append(int(name))
-    return children

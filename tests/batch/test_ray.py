@@ -19,7 +19,6 @@ ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'code
 
 from tests.batch.helpers import (  # noqa: E402
     CLI,
-    alive,
     check_ten,
     make_repo,
     read_results,
@@ -30,6 +29,7 @@ from tests.batch.helpers import (  # noqa: E402
     write_script,
     write_tasks,
 )
+from tests.procfs import alive  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)
 

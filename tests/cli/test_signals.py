@@ -12,11 +12,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import suppress
 from pathlib import Path
 
 import pytest
 
-from tests.procfs import alive, stat_of
+from tests.procfs import alive, kill, stat_of
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -39,11 +40,11 @@ def leave_nothing() -> Iterator[list[int]]:
     pids: list[int] = []
     yield pids
     for pid in pids:
-        if alive(pid):
-            os.kill(pid, signal.SIGKILL)
+        kill(pid)
     time.sleep(0.1)
     for pid in our_zombies() - before:
-        os.waitpid(pid, os.WNOHANG)
+        with suppress(ChildProcessError):  # reaped since the scan (a subreaper's sweep)
+            os.waitpid(pid, os.WNOHANG)
 
 
 def tree_command(pidfile: Path) -> str:

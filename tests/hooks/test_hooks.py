@@ -4,7 +4,6 @@ JSON on stdin, exit 0 / 2 / other, timeouts, and what the model reads."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import time
@@ -17,7 +16,7 @@ import pytest
 from codecoder.kernel.messages import Message
 from codecoder.sessions import SessionStore
 from tests.hooks.helpers import CLI, UNCONFINED, call, exec_json, of_type, toml, user_config
-from tests.procfs import alive
+from tests.procfs import alive, kill
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -244,8 +243,7 @@ def leave_nothing() -> Iterator[list[int]]:
     pids: list[int] = []
     yield pids
     for pid in pids:
-        if alive(pid):
-            os.kill(pid, signal.SIGKILL)
+        kill(pid)
 
 
 def test_a_hanging_hook_is_killed_at_its_timeout(

@@ -24,6 +24,7 @@ from codecoder.mcp.manager import MAX_RESTARTS, McpManager
 from codecoder.mcp.tools import McpTool
 from codecoder.providers.scripted import ScriptedProvider
 from tests.mcp.conftest import HttpServer, Managers, spec, time_spec, wait_for
+from tests.procfs import alive
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -263,7 +264,7 @@ def test_leaving_kills_servers_still_starting_at_once(managers: Managers) -> Non
     started = time.monotonic()
     manager.close()
     assert time.monotonic() - started < 0.2
-    assert wait_for(lambda: not _alive(pid), 2), "the server still runs"
+    assert wait_for(lambda: not alive(pid), 2), "the server still runs"
 
 
 def test_a_ready_server_is_stopped_gracefully_on_close(managers: Managers) -> None:
@@ -271,18 +272,9 @@ def test_a_ready_server_is_stopped_gracefully_on_close(managers: Managers) -> No
     pid = manager.statuses()[0].pid
     assert pid is not None
     manager.close()
-    assert not _alive(pid)
+    assert not alive(pid)
     (info,) = manager.statuses()
     assert (info.status, info.detail) == ("stopped", "exit status 0")  # it left on EOF
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/stat") as stat:  # a zombie nobody reaped counts as gone
-        return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def test_include_and_exclude_filter_the_tools(managers: Managers) -> None:

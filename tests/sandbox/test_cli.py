@@ -20,7 +20,7 @@ import pytest
 
 from codecoder import paths
 from tests.checkpoints.helpers import logged, logging_git, undo
-from tests.procfs import alive
+from tests.procfs import alive, kill, pids, read
 
 from .conftest import needs_bwrap
 
@@ -321,23 +321,17 @@ def tag() -> Iterator[str]:
     name = f"sandboxed-{uuid.uuid4().hex}"
     yield name
     for pid in running(name):
-        os.kill(pid, signal.SIGKILL)
+        kill(pid)
 
 
 def running(name: str) -> list[int]:
     """Live processes whose argv[0] starts with `name` (bwrap's own command line holds
     the whole script, so a plain search would find bwrap too)."""
-    found: list[int] = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if cmdline.split(b"\0")[0].startswith(name.encode()) and alive(int(entry)):
-            found.append(int(entry))
-    return found
+    return [
+        pid
+        for pid in pids()
+        if read(pid, "cmdline").split(b"\0")[0].startswith(name.encode()) and alive(pid)
+    ]
 
 
 def wait_for(predicate: Any, within: float) -> bool:

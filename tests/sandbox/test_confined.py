@@ -7,7 +7,6 @@ unconfined. Skipped, with the probe's reason, where bwrap cannot run."""
 from __future__ import annotations
 
 import os
-import select
 import socket
 import subprocess
 import threading
@@ -25,7 +24,7 @@ from codecoder.sandbox import SandboxMode, wrap_argv
 from codecoder.sandbox.runtime import Sandbox
 from codecoder.tools.process import ProcessManager
 from codecoder.tools.shell import RunCommand
-from tests.procfs import alive
+from tests.procfs import alive, kill, pids, read, wait_exit
 
 from .conftest import needs_bwrap
 
@@ -359,14 +358,14 @@ def test_an_escaped_daemon_dies_with_the_command(manager: ProcessManager, worksp
         assert escaped, "the daemon should outlive an unconfined command"
     finally:
         for pid in escaped:
-            os.kill(pid, 9)
+            kill(pid)
         _wait_gone(escaped)
         manager.reap_orphans()
     tag = uuid.uuid4().hex
     confined = run(manager, workspace, command.replace("daemon-", f"daemon-{tag}-"))
     survivors = _running(f"daemon-{tag}-")
     for pid in survivors:  # a failure leaves nothing running either
-        os.kill(pid, 9)
+        kill(pid)
     _wait_gone(survivors)
     manager.reap_orphans()
     assert confined.status == "success", confined.text
@@ -374,27 +373,12 @@ def test_an_escaped_daemon_dies_with_the_command(manager: ProcessManager, worksp
 
 
 def _running(name: str) -> list[int]:
-    return [
-        int(pid)
-        for pid in os.listdir("/proc")
-        if pid.isdigit() and name.encode() in _cmdline(int(pid)) and alive(int(pid))
-    ]
+    return [pid for pid in pids() if name.encode() in read(pid, "cmdline") and alive(pid)]
 
 
-def _wait_gone(pids: list[int]) -> None:
-    for pid in pids:
-        fd = os.pidfd_open(pid)
-        try:
-            select.select([fd], [], [], 5)
-        finally:
-            os.close(fd)
-
-
-def _cmdline(pid: int) -> bytes:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return b""
+def _wait_gone(killed: list[int]) -> None:
+    for pid in killed:
+        wait_exit(pid)
 
 
 CASES = [

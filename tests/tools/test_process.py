@@ -4,7 +4,6 @@ steals a Popen's status, kill_all, and the head/tail buffer."""
 from __future__ import annotations
 
 import os
-import select
 import subprocess
 import threading
 import time
@@ -16,15 +15,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from codecoder.kernel.cancel import CancelToken
+from codecoder.tools import process
 from codecoder.tools.process import (
     CommandOutcome,
     HeadTail,
     ProcessManager,
     Snapshot,
     parse_stat,
+    read_stat,
 )
 from codecoder.wording import counted
-from tests.procfs import marked, stat_of
+from tests.procfs import marked, stat_of, wait_exit
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -39,15 +40,6 @@ def our_zombies() -> list[int]:
         if name.isdigit() and stat_of(int(name)) == ("Z", me):
             zombies.append(int(name))
     return zombies
-
-
-def wait_exit(pid: int, timeout: float = 5.0) -> None:
-    """Block (on a pidfd, no sleep-loop) until `pid` has exited."""
-    fd = os.pidfd_open(pid)
-    try:
-        assert select.select([fd], [], [], timeout)[0], f"pid {pid} did not exit"
-    finally:
-        os.close(fd)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -97,6 +89,30 @@ def test_parse_stat_survives_odd_command_names() -> None:
     raw = b"4242 (we ) ird (x)) S 17 4242 99 0 -1 4194560 0 0"
     stat = parse_stat(raw)
     assert (stat.pid, stat.state, stat.ppid, stat.pgid, stat.sid) == (4242, "S", 17, 4242, 99)
+
+
+@pytest.mark.parametrize("line", [b"", b"4242 (sle", b"4242 (sleep) S 1", b"4242 (sleep) S x y z"])
+def test_a_process_that_goes_while_scanned_is_left_out(
+    line: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stat read empty or cut short (the process ended between the listing and the
+    read) leaves that process out of the scan: it must not fail the cleanup after a
+    command. A reaped process reads as gone too."""
+    with subprocess.Popen(["sleep", "30"]) as child:
+        try:
+            real = process._read_all
+
+            def cut(path: str) -> bytes | None:
+                return line if path == f"/proc/{child.pid}/stat" else real(path)
+
+            monkeypatch.setattr(process, "_read_all", cut)
+            assert read_stat(child.pid) is None
+            assert child.pid not in Snapshot.scan().stats
+            subtree = Snapshot.scan_subtree(os.getpid())
+            assert subtree is None or child.pid not in subtree.stats
+        finally:
+            child.kill()
+    assert read_stat(child.pid) is None  # reaped
 
 
 def test_snapshot_sees_ourselves_and_our_children() -> None:
@@ -168,7 +184,7 @@ def test_orphans_are_reparented_to_us_and_reaped(manager: ProcessManager) -> Non
     reparented = stat_of(orphan)
     assert reparented is not None
     assert reparented[1] == os.getpid()
-    wait_exit(orphan)
+    assert wait_exit(orphan)
     assert stat_of(orphan) == ("Z", os.getpid())
     assert orphan in manager.reap_orphans()
     assert stat_of(orphan) is None
@@ -177,7 +193,7 @@ def test_orphans_are_reparented_to_us_and_reaped(manager: ProcessManager) -> Non
 def test_reaping_never_steals_a_popen_exit_status(manager: ProcessManager) -> None:
     # A plain child of other code (same process group) and one of a running command.
     other = subprocess.Popen(["sh", "-c", "exit 7"])
-    wait_exit(other.pid)
+    assert wait_exit(other.pid)
     assert stat_of(other.pid) == ("Z", os.getpid())
     assert other.pid not in manager.reap_orphans()
     assert other.wait() == 7

@@ -16,6 +16,7 @@ from codecoder.kernel.cancel import Cancelled, CancelToken
 from codecoder.kernel.ports import ToolContext, ToolFailure
 from codecoder.tools.search import Glob, Grep
 from codecoder.tools.workspace import IgnoreRules, compile_rules, walk
+from tests.procfs import children_of, read
 
 from .conftest import write
 
@@ -277,16 +278,7 @@ CATASTROPHIC = "(a|aa)*b"  # backtracks through ~fib(n) paths on a line of n 'a'
 
 def python_children() -> set[int]:
     """Our child processes (running or zombie) that run grep's Python engine."""
-    me, found = os.getpid(), set()
-    for name in os.listdir("/proc"):
-        try:
-            stat = Path(f"/proc/{name}/stat").read_bytes()
-            command = Path(f"/proc/{name}/cmdline").read_bytes()
-        except (OSError, ValueError):
-            continue
-        if int(stat[stat.rindex(b")") + 2 :].split()[1]) == me and b"serve_python" in command:
-            found.add(int(name))
-    return found
+    return {pid for pid in children_of(os.getpid()) if b"serve_python" in read(pid, "cmdline")}
 
 
 @pytest.mark.parametrize("path", ["long.txt", "."])

@@ -18,7 +18,7 @@ import pytest
 
 from codecoder.tools.process import MARKER_VAR
 from codecoder.tools.watchdog import Watchdog
-from tests.procfs import alive
+from tests.procfs import alive, kill
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -54,8 +54,7 @@ class Group:
 
     def stop(self) -> None:
         for pid in self.pids:
-            if alive(pid):
-                os.kill(pid, signal.SIGKILL)
+            kill(pid)
         self.proc.wait()
         for pid in self.pids:  # orphans reparented to us when this process is a subreaper
             with suppress(ChildProcessError):

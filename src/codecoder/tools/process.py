@@ -130,6 +130,20 @@ def parse_stat(raw: bytes) -> ProcStat:
     )
 
 
+def read_stat(pid: int) -> ProcStat | None:
+    """The process's stat, None when it is gone. A process can end between the listing of
+    /proc and the read (the file is missing, or the read fails with ESRCH) and is then
+    simply not in the scan; a line that does not parse is taken the same way, so that one
+    odd entry cannot fail the scan that cleans up after a command."""
+    raw = _read_all(f"/proc/{pid}/stat")
+    if not raw:
+        return None
+    try:
+        return parse_stat(raw)
+    except (ValueError, IndexError):
+        return None
+
+
 def _read_all(path: str) -> bytes | None:
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -168,8 +182,8 @@ class Snapshot:
             return cls(())
         stats: list[ProcStat] = []
         for name in names:
-            if name.isdigit() and (raw := _read_all(f"/proc/{name}/stat")):
-                stats.append(parse_stat(raw))
+            if name.isdigit() and (stat := read_stat(int(name))) is not None:
+                stats.append(stat)
         return cls(stats)
 
     @classmethod
@@ -185,10 +199,10 @@ class Snapshot:
         stack = [root]
         while stack:
             pid = stack.pop()
-            if pid in seen or not (raw := _read_all(f"/proc/{pid}/stat")):
+            if pid in seen or (stat := read_stat(pid)) is None:
                 continue
             seen.add(pid)
-            stats.append(parse_stat(raw))
+            stats.append(stat)
             try:
                 tasks = os.listdir(f"/proc/{pid}/task")
             except OSError:
