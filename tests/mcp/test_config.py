@@ -142,3 +142,20 @@ def test_a_project_servers_cwd_is_its_folder(tmp_path: Path) -> None:
     assert found.working_dir() == str(tmp_path / "tools")
     (plain,) = servers_of(table(a={"command": "x"}), "project", "p", workspace=str(tmp_path))
     assert plain.working_dir() == str(tmp_path)
+
+
+def test_an_approvals_file_in_the_earlier_format_still_approves_its_server() -> None:
+    """A `mcp-approvals.json` as written before the approval stores were shared
+    (approval_store.py): the user's approvals stay valid."""
+    approvals_file().parent.mkdir(parents=True)
+    approvals_file().write_text(
+        '{\n  "entries": [\n    {\n      "workspace": "/home/me/projét",\n'
+        '      "name": "lint",\n'
+        '      "digest": "cb0d943af71b0ec6ebd2883d518958b4131df186291c97846d8f2ec8b5538ffc",\n'
+        '      "definition": "node lint-server.js"\n    }\n  ]\n}'
+    )
+    lint = {"command": "node", "args": ["lint-server.js"], "env": {"B": "2", "A": "ü"}}
+    workspace = Path("/home/me/projét")
+    assert [s.name for s in select(workspace, {}, table(lint=lint)).servers] == ["lint"]
+    changed = select(workspace, {}, table(lint={**lint, "args": ["evil.js"]}))
+    assert changed.servers == () and "changed since you approved" in changed.left_out[0][1]

@@ -196,3 +196,23 @@ def test_the_approval_is_of_the_set_not_of_its_files_or_order(tmp_path: Path) ->
     write_project_rules(tmp_path, {"allow": ["run_command(make:*)"]}, local=True)
     policy = RulePolicy.load(tmp_path, "never-ask")
     assert policy.held_back is not None and policy.decide(*run("make")).verdict == "deny"
+
+
+def test_an_approvals_file_in_the_earlier_format_still_approves_its_rules() -> None:
+    """A `rule-approvals.json` as written before the approval stores were shared
+    (approval_store.py): the user's approvals stay valid."""
+    from codecoder.permissions.rules import parse_table
+    from codecoder.permissions.trust import Approvals, approvals_file
+
+    approvals_file().parent.mkdir(parents=True)
+    approvals_file().write_text(
+        '{\n  "entries": [\n    {\n      "workspace": "/home/me/projét",\n'
+        '      "digest": "686433f518607d45cd85db84612680e522efa7684c1be8450319c31430ac06ba",\n'
+        '      "allow": [\n        "bash(make *)",\n        "read_file"\n      ]\n    }\n  ]\n}'
+    )
+    workspace, source = "/home/me/projét", "/home/me/projét/.codecoder/config.toml"
+    same = parse_table({"allow": ["read_file", "bash(make *)"]}, source).allow
+    more = parse_table({"allow": ["bash(make *)", "read_file", "unsandboxed"]}, source).allow
+    approved = Approvals.load()
+    assert approved.has(workspace, same)
+    assert not approved.has(workspace, more) and approved.known(workspace)

@@ -18,8 +18,6 @@ away from what runs its files (issue 25, item 3).
 from __future__ import annotations
 
 import fnmatch
-import hashlib
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,7 +25,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from codecoder import paths
+from codecoder import approval_store, paths
 from codecoder.config import ConfigError
 
 HookEvent = Literal["session_start", "user_prompt", "pre_tool", "post_tool", "pre_compact", "stop"]
@@ -70,8 +68,7 @@ class HookSpec(msgspec.Struct, frozen=True):
     def digest(self) -> str:
         """What an approval is given to: the folder, the event and what runs for which
         tools (not the timeout, which changes nothing that runs)."""
-        what = [self.workspace, self.event, self.command, self.matcher]
-        return hashlib.sha256(json.dumps(what).encode()).hexdigest()
+        return approval_store.digest([self.workspace, self.event, self.command, self.matcher])
 
     def describe(self) -> str:
         matcher = f" [{self.matcher}]" if self.matcher else ""
@@ -178,19 +175,10 @@ class Approval(msgspec.Struct, frozen=True):
     digest: str
 
 
-class Approvals(msgspec.Struct):
+class Approvals(approval_store.Store[Approval]):
     """The project hooks the user approved, by digest."""
 
-    entries: list[Approval] = []
-
-    @classmethod
-    def load(cls) -> Approvals:
-        try:
-            return msgspec.json.decode(approvals_file().read_bytes(), type=cls)
-        except FileNotFoundError:
-            return cls()
-        except (OSError, msgspec.DecodeError):
-            return cls()  # unreadable: nothing is approved (safe); `approve` rewrites it
+    file = staticmethod(approvals_file)
 
     def has(self, spec: HookSpec) -> bool:
         return any(e.digest == spec.digest() for e in self.entries)
@@ -207,6 +195,4 @@ class Approvals(msgspec.Struct):
         kept = [e for e in self.entries if e.workspace != workspace]
         kept += [Approval(workspace, s.event, s.command, s.matcher, s.digest()) for s in specs]
         self.entries = kept
-        from codecoder.permissions.tomlfile import atomic_write
-
-        atomic_write(approvals_file(), msgspec.json.format(msgspec.json.encode(self)).decode())
+        self.save()

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from codecoder import paths
+from codecoder import approval_store, paths
 from codecoder.config import ConfigError
 
 Origin = Literal["user", "project"]
@@ -86,7 +86,9 @@ class ServerSpec(msgspec.Struct, frozen=True):
 
     def digest(self) -> str:
         """What an approval is given to: the folder, the name and what runs or is
-        contacted (not timeouts or tool filters, which change nothing that runs)."""
+        contacted (not timeouts or tool filters, which change nothing that runs). Of
+        msgspec's key-sorted JSON, not `approval_store.digest`'s: the approvals and cached
+        tool lists (`cache_key`) already written hold digests of these bytes."""
         what = {
             "workspace": self.workspace,
             "name": self.name,
@@ -200,20 +202,11 @@ class Approval(msgspec.Struct, frozen=True):
     definition: str
 
 
-class Approvals(msgspec.Struct):
+class Approvals(approval_store.Store[Approval]):
     """The project servers the user approved: one entry per (folder, name), holding the
     digest of the definition approved."""
 
-    entries: list[Approval] = []
-
-    @classmethod
-    def load(cls) -> Approvals:
-        try:
-            return msgspec.json.decode(approvals_file().read_bytes(), type=cls)
-        except FileNotFoundError:
-            return cls()
-        except (OSError, msgspec.DecodeError):
-            return cls()  # unreadable: nothing is approved (safe), `approve` rewrites it
+    file = staticmethod(approvals_file)
 
     def has(self, spec: ServerSpec) -> bool:
         return any(e.digest == spec.digest() for e in self.entries)
@@ -230,6 +223,4 @@ class Approvals(msgspec.Struct):
         ]
         kept.append(Approval(spec.workspace, spec.name, spec.digest(), spec.describe()))
         self.entries = kept
-        from codecoder.permissions.tomlfile import atomic_write
-
-        atomic_write(approvals_file(), msgspec.json.format(msgspec.json.encode(self)).decode())
+        self.save()

@@ -24,14 +24,12 @@ they apply unapproved.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
 
-from codecoder import paths
+from codecoder import approval_store, paths
 from codecoder.config import read_toml
 from codecoder.permissions.rules import Rule, RuleSet, parse_table
 
@@ -146,8 +144,7 @@ def approvals_file() -> Path:
 def _digest(workspace: str, allow: Sequence[Rule]) -> str:
     """What an approval is given to: the folder and the set of allow rules' texts (in
     which file, in which order or how often a rule is written changes nothing allowed)."""
-    what = [workspace, sorted({rule.text for rule in allow})]
-    return hashlib.sha256(json.dumps(what).encode()).hexdigest()
+    return approval_store.digest([workspace, sorted({rule.text for rule in allow})])
 
 
 class Approval(msgspec.Struct, frozen=True):
@@ -157,19 +154,10 @@ class Approval(msgspec.Struct, frozen=True):
     """The rules approved, for a person reading the file."""
 
 
-class Approvals(msgspec.Struct):
+class Approvals(approval_store.Store[Approval]):
     """The project allow sets the user approved: one entry per folder."""
 
-    entries: list[Approval] = []
-
-    @classmethod
-    def load(cls) -> Approvals:
-        try:
-            return msgspec.json.decode(approvals_file().read_bytes(), type=cls)
-        except FileNotFoundError:
-            return cls()
-        except (OSError, msgspec.DecodeError):
-            return cls()  # unreadable: nothing is approved (safe); `approve` rewrites it
+    file = staticmethod(approvals_file)
 
     def has(self, workspace: str, allow: Sequence[Rule]) -> bool:
         digest = _digest(workspace, allow)
@@ -184,6 +172,4 @@ class Approvals(msgspec.Struct):
         texts = sorted({rule.text for rule in allow})
         kept = [e for e in self.entries if e.workspace != workspace]
         self.entries = [*kept, Approval(workspace, _digest(workspace, allow), texts)]
-        from codecoder.permissions.tomlfile import atomic_write
-
-        atomic_write(approvals_file(), msgspec.json.format(msgspec.json.encode(self)).decode())
+        self.save()
