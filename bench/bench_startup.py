@@ -7,6 +7,8 @@ Runs the installed console script (`.venv/bin/codecoder`) with bytecode caching 
 source), after warm-up runs that write the caches. Reports median and p90 of:
 - `codecoder --version`
 - `codecoder exec --script ONE_REPLY "task"` (start to exit)
+- the same in a git repository (this checkout: the system prompt's changed-files line
+  runs git through a git dir of ours, hostgit.py)
 - the same with typing_extensions hidden from the whole process (a sitecustomize.py that
   sets it to None in sys.modules), as if the `mcp` SDK's dependencies were not installed:
   issue 17's "start-up unchanged (±5 ms)" is the difference of the two exec lines
@@ -57,6 +59,9 @@ def main() -> None:
         report("codecoder --version", timed([str(exe), "--version"], env, options.runs))
         one = [str(exe), "exec", "--script", str(script), "-C", tmp, "what is the answer?"]
         report("codecoder exec --script (one reply)", timed(one, env, options.runs))
+        checkout = str(Path(__file__).resolve().parents[1])
+        in_repo = [*one[:4], "-C", checkout, one[-1]]
+        report("  … in a git repository (this checkout)", timed(in_repo, env, options.runs))
         hidden = Path(tmp) / "hidden"
         hidden.mkdir()
         (hidden / "sitecustomize.py").write_text(

@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -154,11 +153,6 @@ _GUARDED_KEYS = r"^(core\.hookspath|include\.path|includeif\..*\.path)$"
 _guards: dict[Path, tuple[tuple[object, ...], GitGuards]] = {}
 _guards_lock = threading.Lock()
 
-FRESH_NS = 2_000_000_000
-"""A config file modified this recently (2 s) is read again at the next check anyway:
-file times are coarse, a change in the same tick as the last read could keep its mtime."""
-
-
 def git_guards(workspace: Path) -> GitGuards:
     """The workspace's GitGuards, as the write check protects them and the sandbox binds
     them read-only (sandbox/layout.py). Read again whenever a config file git reads has
@@ -180,7 +174,9 @@ def git_guards(workspace: Path) -> GitGuards:
 def _config_stamp(workspace: Path, includes: Sequence[Path]) -> tuple[object, ...]:
     """What the config files git reads for `workspace` look like now: system, global,
     the repository's (its git dir's and, for a worktree, the common one's) and the
-    included ones; a fresh one makes the stamp unique (read again)."""
+    included ones. Only the host changes them (a command cannot write any that lies in
+    the workspace: the sandbox binds it read-only, the write check asks), so a change in
+    the same clock tick as the last look, with the same size, is not guarded against."""
     from codecoder.hostgit import repository_top
 
     home = Path.home()
@@ -194,7 +190,6 @@ def _config_stamp(workspace: Path, includes: Sequence[Path]) -> tuple[object, ..
     top = repository_top(workspace)
     if top is not None:
         files += _repository_configs(top / ".git")
-    now = time.time_ns()
     stamp: list[object] = []
     for name in files:
         try:
@@ -202,9 +197,7 @@ def _config_stamp(workspace: Path, includes: Sequence[Path]) -> tuple[object, ..
         except OSError:
             stamp.append((name, None))
             continue
-        if now - info.st_mtime_ns < FRESH_NS:
-            return (object(),)  # equal to no other stamp
-        stamp.append((name, info.st_mtime_ns, info.st_size, info.st_ino))
+        stamp.append((name, info.st_mtime_ns, info.st_ctime_ns, info.st_size, info.st_ino))
     return tuple(stamp)
 
 
