@@ -1,5 +1,6 @@
 """Hooks in the sandbox (issue 25, item 3): a hook runs workspace content, so in a
-session whose commands are confined it is confined too. The issue's example end to end
+session whose commands are confined it is confined too, and where they run unconfined by
+default it runs in workspace-write (nobody is asked before a hook runs). The issue's example end to end
 through `codecoder exec`: the model writes a Makefile whose `test` target writes outside
 the workspace, and the docs' stop hook `make -s test` runs it. Real bwrap, real
 processes; skipped with the probe's reason where bwrap cannot run."""
@@ -61,9 +62,11 @@ def hook_notices(lines: list[dict[str, object]]) -> list[str]:
         (FULL_AUTO, "", False),  # confined like the model's commands
         (FULL_AUTO, "sandbox = true\n", False),
         (FULL_AUTO, "sandbox = false\n", True),  # the user's own choice: on the host
-        (UNCONFINED, "", True),  # the session's sandbox is off: hooks run on the host
+        (UNCONFINED, "", True),  # --sandbox off, asked for: hooks run on the host
+        # commands unconfined by default, `write_file` unasked: the hook is still confined
+        (("--approval", "auto-edit"), "", False),
     ],
-    ids=["full-auto", "sandbox-true", "user-sandbox-false", "sandbox-off"],
+    ids=["full-auto", "sandbox-true", "user-sandbox-false", "sandbox-off", "auto-edit"],
 )
 def test_the_stop_hook_runs_the_models_makefile_as_commands_run(
     workspace: Path, outside: Path, mode: tuple[str, ...], setting: str, escapes: bool

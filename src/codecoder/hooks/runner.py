@@ -7,10 +7,12 @@ a process group of its own, its whole tree killed when the turn is cancelled, at
 CODECODER_HOOK_EVENT, CODECODER_SESSION_ID and CODECODER_PROJECT_DIR, and reads one JSON
 object on stdin.
 
-It runs in the sandbox mode the model's commands get at that moment, as a plan gate does
-(plan/gates.py): a hook runs workspace content (`make -s test` runs the Makefile the model
-wrote), so run on the host it would do what the sandbox refused the model's commands
-(issue 25, item 3). Same network rules, same private /tmp; no escalation, since a hook is
+It runs in the sandbox mode the model's commands get at that moment, and where they run
+unconfined by default (no `--sandbox`, an approval mode but `full-auto`) in
+`workspace-write` whenever bwrap works (Sandbox.confine_started): a hook runs workspace
+content (`make -s test` runs the Makefile the model wrote, or one a confined command of
+an earlier session wrote, or one `write_file` wrote unasked in `auto-edit`), and nobody is
+asked before it runs. Same network rules, same private /tmp; no escalation, since a hook is
 the user's command: `sandbox = false` in the user's own config runs it on the host
 (config.py refuses it from a project). A sandbox that was asked for and stopped working
 makes the hook one that could not start, never an unconfined run. A confined hook that
@@ -161,7 +163,7 @@ class HookRunner:
         confinement = wrap = None
         if self.sandbox is not None and spec.sandbox:
             try:
-                confinement = self.sandbox.confine(
+                confinement = self.sandbox.confine_started(
                     self.workspace, command=spec.command, cwd=self.workspace
                 )
             except SandboxUnavailable as exc:  # asked for and not working: no unconfined run

@@ -54,7 +54,7 @@ from pathlib import Path
 
 from codecoder.boundary import is_inside
 from codecoder.sandbox import SandboxMode, SandboxUnavailable
-from codecoder.sandbox.bwrap import Confinement
+from codecoder.sandbox.bwrap import ConfinedMode, Confinement
 from codecoder.sandbox.layout import FolderScan
 from codecoder.sandbox.probe import Probe, checked, find
 
@@ -143,12 +143,41 @@ class Sandbox:
         """How `command` (in `cwd`) runs now: None when unconfined. Raises
         SandboxUnavailable when a mode was asked for and bwrap has stopped working."""
         mode = self.mode()
-        where = cwd or workspace
         guarded = False
         if mode == "off":
-            if not self._guards_git_read(command, where):
+            if not self._guards_git_read(command, cwd or workspace):
                 return None
             mode, guarded = "read-only", True
+        return self._confinement(mode, workspace, command, cwd, extra_roots, guarded=guarded)
+
+    def confine_started(
+        self, workspace: Path, *, command: str, cwd: Path | None = None
+    ) -> Confinement | None:
+        """How a process CodeCoder starts by itself to run what the workspace holds (a
+        hook: its `make -s test` runs the Makefile a command wrote) runs now: as a
+        command would where commands are confined; where they run unconfined by default
+        (no `--sandbox`, an approval mode but `full-auto`), in `workspace-write` when
+        bwrap works, since nobody is asked before it runs; None with `--sandbox off` or
+        without bwrap. Raises SandboxUnavailable as `confine` does."""
+        if self.mode() != "off" or self.explicit == "off":
+            return self.confine(workspace, command=command, cwd=cwd)
+        if not self.probe().works:
+            return None
+        return self._confinement("workspace-write", workspace, command, cwd)
+
+    def _confinement(
+        self,
+        mode: ConfinedMode,
+        workspace: Path,
+        command: str | None,
+        cwd: Path | None,
+        extra_roots: Sequence[Path] = (),
+        *,
+        guarded: bool = False,
+    ) -> Confinement:
+        """The Confinement of `command` in `mode` (`guarded`: a line that reads with
+        git, confined although commands are not)."""
+        where = cwd or workspace
         reads_only = guarded or (
             mode == "workspace-write"
             and command is not None
