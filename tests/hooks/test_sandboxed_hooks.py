@@ -1,9 +1,9 @@
 """Hooks in the sandbox (issue 25, item 3): a hook runs workspace content, so in a
 session whose commands are confined it is confined too, and where they run unconfined by
-default it runs in workspace-write (nobody is asked before a hook runs). The issue's example end to end
-through `codecoder exec`: the model writes a Makefile whose `test` target writes outside
-the workspace, and the docs' stop hook `make -s test` runs it. Real bwrap, real
-processes; skipped with the probe's reason where bwrap cannot run."""
+default it runs in workspace-write (nobody is asked before a hook runs). The issue's
+example end to end through `codecoder exec`: the model writes a Makefile whose `test`
+target writes outside the workspace, and the docs' stop hook `make -s test` runs it.
+Real bwrap, real processes; skipped with the probe's reason where bwrap cannot run."""
 
 from __future__ import annotations
 
