@@ -475,3 +475,33 @@ def test_the_held_folders_are_removed_when_the_session_ends_if_still_empty(
         sandbox.close()
     assert not (ws / ".codecoder").exists()
     assert (ws / ".git" / "HEAD").is_file()
+
+
+@needs_bwrap
+@pytest.mark.parametrize(
+    "plant",
+    [
+        "mkdir -p {folder} && echo '[permissions]' > {folder}/config.toml",
+        "mv {parent} {parent}.old; mkdir -p {folder} && echo x > {folder}/config.toml",
+        "rm -rf {parent}; mkdir -p {folder} && echo x > {folder}/config.toml",
+    ],
+    ids=["absent", "parent-moved", "parent-removed"],
+)
+@pytest.mark.parametrize("which", ["config", "data"])
+def test_codecoder_s_own_folders_in_the_workspace_cannot_be_made_or_swapped(
+    manager: ProcessManager, plant: str, which: str
+) -> None:
+    """The workspace is the home folder: CodeCoder's config (hooks, rules) and data
+    (the approvals of hooks, servers and rules) lie in it. Absent, they are made and
+    masked; present, their parents cannot be moved aside for a new one."""
+    from codecoder import paths
+
+    home = Path.home()
+    folder = (paths.config_dir() if which == "config" else paths.data_dir()).relative_to(home)
+    if "moved" in plant or "removed" in plant:
+        (home / folder).mkdir(parents=True, exist_ok=True)
+    (home / "plant.sh").write_text(plant.format(folder=folder, parent=folder.parts[0]) + "\n")
+    result = run(manager, home, "sh plant.sh")
+    assert result.status == "error", result.text
+    assert not (home / folder / "config.toml").exists()
+    assert (home / folder).is_dir()

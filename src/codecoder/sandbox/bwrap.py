@@ -33,7 +33,14 @@ from typing import Literal
 
 import msgspec
 
-from codecoder.sandbox.layout import FolderScan, Mask, hidden_places, hold_places, pinned
+from codecoder.sandbox.layout import (
+    FolderScan,
+    Mask,
+    hidden_places,
+    hold_own_folders,
+    hold_places,
+    pinned,
+)
 
 ConfinedMode = Literal["workspace-write", "read-only"]
 
@@ -94,14 +101,18 @@ class Confinement(msgspec.Struct, frozen=True):
             every = [git_guards(Path(root)) for root in roots]
             hooks = [folder for guards in every for folder in guards.hooks]
             configs = [config for guards in every for config in guards.configs]
+            hold_own_folders(roots)
             for root in roots:  # a root's config may include a file of another root
                 scan.held.update(hold_places(root))
                 entries = scan.protected(Path(root), hooks, configs)
                 protected += entries
                 pins += pinned(root, entries)
-        return Layout(
-            roots, tuple(protected), tuple(hidden_places()), runtime_under_tmp(), tuple(pins)
-        )
+        masked = hidden_places()
+        if self.mode == "workspace-write":  # a masked folder's parent cannot be moved
+            for root in roots:  # aside either (and a new one made in its place)
+                pins += pinned(root, [mask.path for mask in masked])
+        pins = sorted(set(pins), key=lambda p: p.split("/"))  # parents first
+        return Layout(roots, tuple(protected), tuple(masked), runtime_under_tmp(), tuple(pins))
 
     def wrap(
         self, argv: Sequence[str], *, cwd: Path | None = None, scan: FolderScan | None = None

@@ -176,6 +176,21 @@ def hidden_places() -> list[Mask]:
     )
 
 
+def hold_own_folders(roots: Iterable[str]) -> None:
+    """Make CodeCoder's own config and data folders where they lie in a writable root
+    (the workspace is the home folder, or a dotfiles repository holds them) and do not
+    exist yet, so that they are masked like ones that do: else a command could make
+    `config.toml` (hooks with `sandbox = false`, rules) or the approvals of hooks, MCP
+    servers and rules for the next session."""
+    from codecoder import paths
+
+    for folder in (paths.config_dir(), paths.data_dir()):
+        real = os.path.realpath(folder)
+        if any(real == root or _below(real, root) for root in roots):
+            with contextlib.suppress(OSError):
+                os.makedirs(real, 0o700, exist_ok=True)
+
+
 def runtime_folder() -> Path | None:
     """`$XDG_RUNTIME_DIR`, else `/run/user/UID` when it exists."""
     value = os.environ.get("XDG_RUNTIME_DIR")
