@@ -198,10 +198,34 @@ def test_the_approval_is_of_the_set_not_of_its_files_or_order(tmp_path: Path) ->
     assert policy.held_back is not None and policy.decide(*run("make")).verdict == "deny"
 
 
+@pytest.mark.parametrize("kind", ["deny", "ask"])
+def test_removing_a_deny_or_ask_rule_beside_an_approved_allow_set_needs_approval(
+    tmp_path: Path, kind: str
+) -> None:
+    """`allow = ["run_command"]` was approved with `deny = ["run_command(touch:*)"]`
+    beside it: deleting the deny rule widens what the allow set lets through, so the set
+    is held back until approved again; adding one changes nothing."""
+    from codecoder.permissions import RulePolicy
+
+    from .helpers import run, trust_folder, write_project_rules
+
+    narrow = {"allow": ["run_command"], kind: ["run_command(touch:*)"]}
+    write_project_rules(tmp_path, narrow)
+    trust_folder(tmp_path)
+    policy = RulePolicy.load(tmp_path, "never-ask")
+    assert policy.held_back is None and policy.decide(*run("touch a")).verdict == "deny"
+    write_project_rules(tmp_path, {**narrow, kind: [*narrow[kind], "run_command(rm:*)"]})
+    policy = RulePolicy.load(tmp_path, "never-ask")  # one more: still the approved set
+    assert policy.held_back is None and policy.decide(*run("ls")).verdict == "allow"
+    write_project_rules(tmp_path, {"allow": ["run_command"]})
+    policy = RulePolicy.load(tmp_path, "never-ask")
+    assert policy.held_back is not None and policy.decide(*run("touch a")).verdict == "deny"
+
+
 def test_an_approvals_file_in_the_earlier_format_still_approves_its_rules() -> None:
     """A `rule-approvals.json` as written before the approval stores were shared
     (approval_store.py): the user's approvals stay valid."""
-    from codecoder.permissions.rules import parse_table
+    from codecoder.permissions.rules import RuleSet, parse_table
     from codecoder.permissions.trust import Approvals, approvals_file
 
     approvals_file().parent.mkdir(parents=True)
@@ -211,8 +235,9 @@ def test_an_approvals_file_in_the_earlier_format_still_approves_its_rules() -> N
         '      "allow": [\n        "bash(make *)",\n        "read_file"\n      ]\n    }\n  ]\n}'
     )
     workspace, source = "/home/me/projét", "/home/me/projét/.codecoder/config.toml"
-    same = parse_table({"allow": ["read_file", "bash(make *)"]}, source).allow
-    more = parse_table({"allow": ["bash(make *)", "read_file", "unsandboxed"]}, source).allow
+    same = RuleSet(allow=parse_table({"allow": ["read_file", "bash(make *)"]}, source).allow)
+    rules = {"allow": ["bash(make *)", "read_file", "unsandboxed"]}
+    more = RuleSet(allow=parse_table(rules, source).allow)
     approved = Approvals.load()
     assert approved.has(workspace, same)
     assert not approved.has(workspace, more) and approved.known(workspace)

@@ -374,12 +374,12 @@ class RulePolicy:
 
         target = paths.project_dir(self.workspace) / "config.local.toml"
         first = not target.exists()
-        pinned = approved(self.workspace, project_rules(self.workspace).allow)
+        pinned = approved(self.workspace, project_rules(self.workspace))
         for text in dict.fromkeys(texts):
             tomlfile.add_rule(target, "allow", text)
         written = project_rules(self.workspace)
         if pinned:  # the user's own answer; a set someone else changed stays unapproved
-            approve_rules(self.workspace, written.allow)
+            approve_rules(self.workspace, written)
         if self.trusted:
             project, _ = applied_rules(self.workspace, written)
             with self._lock:

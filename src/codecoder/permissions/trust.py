@@ -13,7 +13,9 @@ by digest, like a project's hooks and MCP servers: `codecoder trust` approves th
 it is then, and a set changed since applies none of its allow rules until the user runs
 it again; the session says so. An "always, this project" answer approves the set it
 writes, when the set was approved before. Ask and deny rules only take rights away, so
-they apply unapproved.
+they apply unapproved; but the allow set was approved beside them, so one of them removed
+since (`allow = ["run_command"]` approved with `deny = ["run_command(rm:*)"]`) is a
+changed set too: the approval records them, and more of them changes nothing.
 
 `codecoder trust [DIR]` and `codecoder untrust [DIR]` edit the trust file; by hand it reads
 
@@ -107,7 +109,7 @@ def applied_rules(workspace: Path, rules: RuleSet) -> tuple[RuleSet, str | None]
         return rules, None
     approved = Approvals.load()
     real = str(workspace.resolve())
-    if approved.has(real, rules.allow):
+    if approved.has(real, rules):
         return rules, None
     what = "changed since you approved them" if approved.known(real) else "not approved yet"
     texts = ", ".join(dict.fromkeys(rule.text for rule in rules.allow))
@@ -118,23 +120,25 @@ def applied_rules(workspace: Path, rules: RuleSet) -> tuple[RuleSet, str | None]
     return RuleSet(ask=rules.ask, deny=rules.deny), notice
 
 
-def approve_rules(workspace: Path, allow: Sequence[Rule]) -> None:
-    """Approve exactly this allow set for the folder (its earlier approval is replaced)."""
-    Approvals.load().approve(str(workspace.resolve()), allow)
+def approve_rules(workspace: Path, rules: RuleSet) -> None:
+    """Approve exactly this allow set, beside these ask and deny rules, for the folder
+    (its earlier approval is replaced)."""
+    Approvals.load().approve(str(workspace.resolve()), rules)
 
 
 def approve_project(workspace: Path) -> list[str]:
     """Approve the folder's allow rules as its files hold them now (what trusting it
     does); the rules approved. Raises ConfigError for a file that cannot be read."""
-    allow = project_rules(workspace).allow
-    if allow:
-        approve_rules(workspace, allow)
-    return list(dict.fromkeys(rule.text for rule in allow))
+    rules = project_rules(workspace)
+    if rules.allow:
+        approve_rules(workspace, rules)
+    return list(dict.fromkeys(rule.text for rule in rules.allow))
 
 
-def approved(workspace: Path, allow: Sequence[Rule]) -> bool:
-    """Whether this allow set applies as it is: empty, or the one approved."""
-    return not allow or Approvals.load().has(str(workspace.resolve()), allow)
+def approved(workspace: Path, rules: RuleSet) -> bool:
+    """Whether these rules' allow set applies as it is: empty, or the one approved (and
+    no ask or deny rule approved beside it is gone)."""
+    return not rules.allow or Approvals.load().has(str(workspace.resolve()), rules)
 
 
 def approvals_file() -> Path:
@@ -152,6 +156,10 @@ class Approval(msgspec.Struct, frozen=True):
     digest: str
     allow: list[str]
     """The rules approved, for a person reading the file."""
+    ask: list[str] = []
+    deny: list[str] = []
+    """The ask and deny rules beside them when they were approved: the set applies while
+    each of these still stands (an approval written before they were kept has none)."""
 
 
 class Approvals(approval_store.Store[Approval]):
@@ -159,17 +167,30 @@ class Approvals(approval_store.Store[Approval]):
 
     file = staticmethod(approvals_file)
 
-    def has(self, workspace: str, allow: Sequence[Rule]) -> bool:
-        digest = _digest(workspace, allow)
-        return any(e.workspace == workspace and e.digest == digest for e in self.entries)
+    def has(self, workspace: str, rules: RuleSet) -> bool:
+        digest = _digest(workspace, rules.allow)
+        ask, deny = _texts(rules.ask), _texts(rules.deny)
+        return any(
+            e.workspace == workspace
+            and e.digest == digest
+            and set(e.ask) <= set(ask)
+            and set(e.deny) <= set(deny)
+            for e in self.entries
+        )
 
     def known(self, workspace: str) -> bool:
         """Whether some allow set of this folder was approved before (so it changed)."""
         return any(e.workspace == workspace for e in self.entries)
 
-    def approve(self, workspace: str, allow: Sequence[Rule]) -> None:
+    def approve(self, workspace: str, rules: RuleSet) -> None:
         """Record the set as the folder's approved one and write the file atomically."""
-        texts = sorted({rule.text for rule in allow})
-        kept = [e for e in self.entries if e.workspace != workspace]
-        self.entries = [*kept, Approval(workspace, _digest(workspace, allow), texts)]
+        digest = _digest(workspace, rules.allow)
+        entry = Approval(
+            workspace, digest, _texts(rules.allow), _texts(rules.ask), _texts(rules.deny)
+        )
+        self.entries = [*(e for e in self.entries if e.workspace != workspace), entry]
         self.save()
+
+
+def _texts(rules: Sequence[Rule]) -> list[str]:
+    return sorted({rule.text for rule in rules})

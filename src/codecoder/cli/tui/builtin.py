@@ -256,7 +256,7 @@ def _permissions(host: Host, arguments: str) -> None:
     mode = backend.mode if backend is not None else "?"
     trusted = is_trusted(workspace)
     try:
-        pinned = approved(workspace, project_rules(workspace).allow)
+        pinned = approved(workspace, project_rules(workspace))
     except ConfigError:
         pinned = True  # the broken file is shown below
     lines = [f"approval mode **{mode}** — {APPROVAL_HELP.get(mode, '')}", ""]
