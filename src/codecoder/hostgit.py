@@ -39,6 +39,18 @@ STATUS_ARGS = ("status", "--porcelain", "--ignore-submodules=dirty")
 """`dirty`: a submodule's own work tree is not looked at (git would run `git status` in
 it, under the submodule's config); a submodule whose commit changed still counts."""
 
+ISOLATED = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_ATTR_NOSYSTEM": "1",
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_NO_REPLACE_OBJECTS": "1",
+    "GIT_OPTIONAL_LOCKS": "0",
+}
+"""No system or global config or attributes, no prompt for a password, no replace refs,
+no optional lock: what every git process of ours that must not take orders from the
+user's or a repository's setup runs with (the checkpoints' store too)."""
+
 SHA256_CONFIG = "[core]\n\trepositoryformatversion = 1\n[extensions]\n\tobjectformat = sha256\n"
 
 
@@ -83,16 +95,7 @@ def environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
         for name, value in (os.environ if base is None else base).items()
         if not name.startswith("GIT_")
     }
-    env |= {
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": os.devnull,
-        "GIT_ATTR_NOSYSTEM": "1",
-        "GIT_TERMINAL_PROMPT": "0",
-        "GIT_NO_REPLACE_OBJECTS": "1",
-        "GIT_OPTIONAL_LOCKS": "0",
-        "GIT_PAGER": "cat",
-    }
-    return env
+    return env | ISOLATED | {"GIT_PAGER": "cat"}
 
 
 def program(folder: Path) -> str | None:

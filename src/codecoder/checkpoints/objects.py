@@ -303,12 +303,7 @@ class ObjectStore:
             "GIT_DIR": str(self.dir),
             "GIT_WORK_TREE": str(self.workspace),
             "GIT_INDEX_FILE": str(self.dir / "index"),
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_CONFIG_GLOBAL": os.devnull,
-            "GIT_ATTR_NOSYSTEM": "1",
-            "GIT_TERMINAL_PROMPT": "0",
-            "GIT_NO_REPLACE_OBJECTS": "1",
-            "GIT_OPTIONAL_LOCKS": "0",
+            **hostgit.ISOLATED,
         }
         add_git_safety(env, git_ceiling(self.workspace))
         settings = [
