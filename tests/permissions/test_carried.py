@@ -189,6 +189,10 @@ ALLOW_CASES = {
             "sed -f script.sed f",
             "sed -i 's/a/b/' f",
             "sed --expression='1e touch x' f",
+            "sed -n 's/[/]*.*/touch x;#/e' f",
+            "sed 's|[|]*.*|touch x;#|e' f",
+            "sed -n 's/[/]*$//w /tmp/out' f",
+            "sed -n ':a w /tmp/out' f",
         ],
         ["sed -n '1,20p' f", "sed 's/hello/world/g' f", "sed -e '/x/d' -e 's/we/were/' f"],
     ),
@@ -512,6 +516,16 @@ def test_an_option_that_runs_or_writes_is_not_covered_by_a_prefix_rule(
     for line in allowed:
         decision = policy.decide(*run(line))
         assert decision.verdict == "allow", (line, decision.reason)
+
+
+def test_a_sed_command_with_escapes_is_not_checked_as_written(tmp_path: Path) -> None:
+    """sed drops the backslashes of `e COMMAND` before it runs it: `echo\\;touch x` runs
+    `echo;touch x`, which a rule for echo must not cover."""
+    write_user_rules({"allow": ["run_command(sed:*)", "run_command(echo:*)"]})
+    policy = RulePolicy.load(tmp_path, "ask")
+    assert policy.decide(*run("sed '1e echo hi' f")).verdict == "allow"
+    for line in ("sed '1e echo\\;touch x' f", "sed '1e echo\\ntouch x' f"):
+        assert policy.decide(*run(line)).verdict == "ask", line
 
 
 def test_the_carried_command_is_allowed_by_a_rule_of_its_own(tmp_path: Path) -> None:
