@@ -697,8 +697,11 @@ def _option(
         if name not in values:
             return "", None
         return name, Word(attached, word.expands) if equals else following
-    if text.startswith("--"):
-        option = next((o for o in values if o.startswith("--") and long_option(text, o)), None)
+    if text.startswith("--"):  # an exact name wins over one it abbreviates (`--file`)
+        option = name if name in values else None
+        option = option or next(
+            (o for o in values if o.startswith("--") and long_option(text, o)), None
+        )
         return (
             (option, Word(attached, word.expands) if equals else following)
             if option
@@ -724,28 +727,36 @@ def _options_carrier(
     scripts: Sequence[str] = (),
     problems: Sequence[str] = (),
     takes_value: Sequence[str] = (),
-    outputs: Callable[[Given, list[Word]], list[Word]] | None = None,
+    outputs: Callable[[Given, list[Word], Sequence[Word]], list[Word]] | None = None,
     detached: Sequence[str] = (),
     whole_words: bool = False,
+    old_style: bool = False,
 ) -> Callable[[tuple[Word, ...]], Carried]:
     """A carrier described by its options: `writes` take a file (or a folder) it writes,
     `scripts` shell code, `problems` make it uncheckable, `takes_value` are the others
     whose value is the next word (so that operands are counted right); `outputs` picks
-    further files it writes from its options and operands (`uniq IN OUT`). How options
-    are read: `_read_options`."""
+    further files it writes from its options, operands and words (`uniq IN OUT`). With
+    `old_style`, a first word without a dash is a cluster of short options whose values
+    are the next words (tar's `tar cIf PROG a.tar`). How options are read:
+    `_read_options`."""
     values = frozenset((*writes, *scripts, *takes_value))
 
     def analyse(argv: tuple[Word, ...]) -> Carried:
-        given, operands = _read_options(argv[1:], values, detached, whole_words)
+        args = argv[1:]
+        if old_style and args and not args[0].text.startswith("-"):
+            if args[0].expands:
+                return Carried(start=1, problems=("its options are only known at run time",))
+            args = _old_style_options(args, values)
+        given, operands = _read_options(args, values, detached, whole_words)
         found_problems = [
             f"`{excerpt(w.text)}` runs a program the check cannot follow"
-            for w in argv[1:]
+            for w in args
             if _gives_problem(w.text, problems, whole_words)
         ]
         found_writes = [value for option, value in given if option in writes]
         found_scripts = [_code(value) for option, value in given if option in scripts]
         if outputs is not None:
-            found_writes.extend(outputs(given, operands))
+            found_writes.extend(outputs(given, operands, args))
         if not (found_writes or found_scripts or found_problems):
             return NOTHING
         return Carried(
@@ -756,6 +767,19 @@ def _options_carrier(
         )
 
     return analyse
+
+
+def _old_style_options(args: Sequence[Word], values: Collection[str]) -> tuple[Word, ...]:
+    """`cIf PROG a.tar f` as `-c -I PROG -f a.tar f`: each letter of the first word is an
+    option, and those that take a value take the next words in turn (GNU tar's old
+    style)."""
+    rest = list(args[1:])
+    words: list[Word] = []
+    for letter in args[0].text:
+        words.append(Word(f"-{letter}"))
+        if f"-{letter}" in values and rest:
+            words.append(rest.pop(0))
+    return (*words, *rest)
 
 
 def _gives_problem(text: str, problems: Sequence[str], whole_words: bool = False) -> bool:
@@ -772,18 +796,18 @@ def _gives_problem(text: str, problems: Sequence[str], whole_words: bool = False
     return False
 
 
-def _after_first(_given: Given, operands: list[Word]) -> list[Word]:
+def _after_first(_given: Given, operands: list[Word], _args: Sequence[Word]) -> list[Word]:
     """The operands after the first: the output of `uniq IN OUT`, `xxd IN OUT`,
     `lz4 IN OUT`, the prefix of `split IN PREFIX` (any further one too, so that an option
     value mistaken for an operand cannot hide the output)."""
     return operands[1:]
 
 
-def _all_operands(_given: Given, operands: list[Word]) -> list[Word]:
+def _all_operands(_given: Given, operands: list[Word], _args: Sequence[Word]) -> list[Word]:
     return operands
 
 
-def _csplit_files(given: Given, _operands: list[Word]) -> list[Word]:
+def _csplit_files(given: Given, _operands: list[Word], _args: Sequence[Word]) -> list[Word]:
     """csplit writes PREFIX followed by its suffix format, which may hold a `/`
     (`-b '/../../x%02d'`)."""
     found = dict(given)
@@ -792,6 +816,21 @@ def _csplit_files(given: Given, _operands: list[Word]) -> list[Word]:
     if suffix is None:
         return []
     return [Word(prefix.text + suffix.text, prefix.expands or suffix.expands)]
+
+
+_TAR_ARCHIVE_WRITERS = (
+    *("-c", "-r", "-u", "-A", "--create", "--append", "--update", "--catenate"),
+    *("--concatenate", "--delete"),
+)
+
+
+def _tar_archive(given: Given, _operands: list[Word], args: Sequence[Word]) -> list[Word]:
+    """The archive (`-f FILE`) of a tar that creates or changes one: a write (not `-`,
+    its standard output). A letter of these anywhere in a cluster counts (`-xfc.tar`
+    too): a write more to check at worst."""
+    if not any(_gives_problem(w.text, _TAR_ARCHIVE_WRITERS) for w in args):
+        return []
+    return [value for option, value in given if option in ("-f", "--file") and value.text != "-"]
 
 
 _MAKE_ASSIGNMENT = re.compile(r"^([^\s=:!?+]+)\s*(::?=|:::=|\?=|\+=|!=|=)(.*)$", re.DOTALL)
@@ -1051,10 +1090,17 @@ _CARRIERS: dict[str, Callable[[tuple[Word, ...]], Carried]] = {
         ),
         problems=("-e", "--execute", "--config", "--use-askpass"),
     ),
-    "tar": _options_carrier(
-        writes=("--index-file", "-g", "--listed-incremental", "--volno-file"),
-        scripts=("--to-command", "--info-script", "--new-volume-script", "--rsh-command"),
-        problems=("-I", "-F", "--use-compress-program", "--checkpoint-action", "--rmt-command"),
+    "tar": _options_carrier(  # -C: the folder it extracts into (or reads from)
+        writes=("--index-file", "-g", "--listed-incremental", "--volno-file", "-C", "--directory"),
+        scripts=("--to-command", "-F", "--info-script", "--new-volume-script", "--rsh-command"),
+        problems=("-I", "--use-compress-program", "--checkpoint-action", "--rmt-command"),
+        takes_value=(
+            *("-f", "--file", "-I", "-T", "--files-from", "-X", "--exclude-from", "-L"),
+            *("--tape-length", "-b", "--blocking-factor", "-H", "--format", "-V", "--label"),
+            *("-K", "--starting-file", "-N", "--newer", "--after-date"),
+        ),
+        outputs=_tar_archive,
+        old_style=True,
     ),
     "zip": _options_carrier(
         writes=("-O", "--output-file", "-lf", "--logfile-path", "-b", "--temp-path"),
