@@ -305,8 +305,16 @@ OUTPUT_CASES = {
             "make SHELL=/tmp/sh test",
             "make 'MAKEFLAGS=--eval=$(shell touch x)'",
             "make -f - all",
+            "make ' X:=$(shell touch x)'",
+            "make '\tX:=$(shell touch x)'",
+            "make ' SHELL=/tmp/sh'",
+            "make '$(shell touch x)x=1'",
+            "make '$(shell touch$${IFS}x)x=1'",
+            "make 'override X=$(shell touch x)'",
+            "make 'export SHELL=/tmp/sh'",
+            "make 'a b=1'",
         ],
-        ["make", "make -j4 test", "make -C src -o stale.o all V=1"],
+        ["make", "make -j4 test", "make -C src -o stale.o all V=1", "make CFLAGS=-O2 all"],
     ),
     "run_command(patch:*)": (
         [

@@ -833,7 +833,9 @@ def _tar_archive(given: Given, _operands: list[Word], args: Sequence[Word]) -> l
     return [value for option, value in given if option in ("-f", "--file") and value.text != "-"]
 
 
-_MAKE_ASSIGNMENT = re.compile(r"^([^\s=:!?+]+)\s*(::?=|:::=|\?=|\+=|!=|=)(.*)$", re.DOTALL)
+_MAKE_ASSIGNMENT = re.compile(r"^\s*(.*?)\s*(::?=|:::=|\?=|\+=|!=|=)", re.DOTALL)
+"""An operand with an `=` is a variable assignment to make; blanks around the name are
+not part of it (`' SHELL=x'` sets SHELL)."""
 _MAKE_SPECIAL = frozenset(
     {"SHELL", ".SHELLFLAGS", "MAKESHELL", "MAKEFILES", "MAKEFLAGS", "MFLAGS", "GNUMAKEFLAGS"}
 )
@@ -844,7 +846,9 @@ def _make(argv: tuple[Word, ...]) -> Carried:
     """make runs the recipes of its makefile (which a rule for make authorises); the line
     carries more through `--eval`/`-E` (makefile text), a makefile read from standard input
     (`-f -`), and a variable assignment make evaluates by itself: `X:=$(shell …)` is
-    expanded at once, `X!=cmd` runs cmd, `SHELL=…` runs every recipe, `MAKEFLAGS=--eval=…`."""
+    expanded at once, `X!=cmd` runs cmd, `SHELL=…` runs every recipe, `MAKEFLAGS=--eval=…`.
+    make expands the name too (`$(shell cmd)x=1`); a blank in it may be a modifier
+    (`override X`)."""
     found = _MAKE_OPTIONS(argv)
     given, operands = _read_options(argv[1:], _MAKE_VALUES)
     problems = list(found.problems)
@@ -855,8 +859,9 @@ def _make(argv: tuple[Word, ...]) -> Carried:
         match = _MAKE_ASSIGNMENT.match(word.text)
         if match is None:
             continue
-        name, operator, value = match.groups()
-        if word.expands or operator == "!=" or "$" in value or name in _MAKE_SPECIAL:
+        name, operator = match.groups()
+        odd = "$" in word.text or any(c.isspace() for c in name)
+        if word.expands or odd or operator == "!=" or name in _MAKE_SPECIAL:
             problems.append(f"`make {excerpt(word.text)}` sets make code the check cannot follow")
     return Carried(start=1, problems=tuple(problems)) if problems else NOTHING
 
