@@ -328,8 +328,33 @@ OUTPUT_CASES = {
             "patch --dir=.git/hooks -i fix.diff",
             "patch -B /tmp/ f fix.diff",
             "patch -Y ../ f fix.diff",
+            # without -o it writes (and creates) the files its patch names
+            "patch -p1 -i fix.diff",
+            "patch -p1 < fix.diff",
+            "patch f fix.diff",
         ],
-        ["patch -p1 -i fix.diff", "patch -o out.txt f fix.diff"],
+        ["patch -o out.txt f fix.diff", "patch --dry-run -p1 -i fix.diff", "patch --dry -p1 < x"],
+    ),
+    "run_command(unzip:*)": (
+        ["unzip a.zip -d .git/hooks", "unzip -d/tmp a.zip", "unzip -qod /tmp a.zip"],
+        ["unzip a.zip", "unzip -l a.zip", "unzip a.zip -d src"],
+    ),
+    **{
+        f"run_command({program}:*)": (
+            [
+                f"{program} -t /tmp f",
+                f"{program} -t.git/hooks f",
+                f"{program} --target=/tmp f",
+                f"{program} --target-directory /tmp f",
+                *(["install -s --strip-program=./evil f g"] if program == "install" else []),
+            ],
+            [f"{program} -t src f", f"{program} f g"],
+        )
+        for program in ("cp", "mv", "install", "ln")
+    },
+    "run_command(find:*)": (
+        ["find -files0-from list -delete", "find -files0-from list -name x -delete"],
+        ["find . -name x -delete"],
     ),
     "run_command(zstd:*)": (
         [

@@ -294,9 +294,10 @@ def _find(argv: tuple[Word, ...]) -> Carried:
             writes.append(argv[index + 1])
             index += 2
             continue
-        if text == "-delete":
+        if text == "-delete":  # `-files0-from F`: its starting points are in F
             start = index if start is None else start
-            writes.extend(roots or (Word("."),))
+            unknown = any(w.text == "-files0-from" for w in argv)
+            writes.extend((UNKNOWN_FILE,) if unknown else roots or (Word("."),))
         index += 1
     if start is None:
         return NOTHING
@@ -807,6 +808,15 @@ def _all_operands(_given: Given, operands: list[Word], _args: Sequence[Word]) ->
     return operands
 
 
+def _patched_files(_given: Given, _operands: list[Word], args: Sequence[Word]) -> list[Word]:
+    """Without `-o FILE`, patch writes (and creates, executable too) the files its patch
+    names, which the line does not show: a write of a file only known at run time,
+    unless it only tries (`--dry-run`)."""
+    if any(_gives_problem(w.text, ("-o", "--output", "--dry-run")) for w in args):
+        return []
+    return [UNKNOWN_FILE]
+
+
 def _csplit_files(given: Given, _operands: list[Word], _args: Sequence[Word]) -> list[Word]:
     """csplit writes PREFIX followed by its suffix format, which may hold a `/`
     (`-b '/../../x%02d'`)."""
@@ -1058,6 +1068,12 @@ _CARRIERS: dict[str, Callable[[tuple[Word, ...]], Carried]] = {
             *("-o", "--output", "-r", "--reject-file", "-d", "--directory", "-B", "--prefix"),
             *("-Y", "--basename-prefix"),
         ),
+        outputs=_patched_files,
+    ),
+    "unzip": _options_carrier(writes=("-d",), takes_value=("-P", "-I", "-O")),
+    **dict.fromkeys(  # the folder an option names; install -s runs --strip-program
+        ("cp", "mv", "install", "ln"),
+        _options_carrier(writes=("-t", "--target-directory"), problems=("--strip-program",)),
     ),
     "zstd": _options_carrier(
         writes=("-o", "--output-dir-flat", "--output-dir-mirror"), detached=("-o",)
