@@ -54,6 +54,7 @@ PLAIN_READS = [
     "sed -n 's/[/]/x/p' README.md",
     "sed -n '\\,[,],p;s|[^|]|x|g' README.md",
     "sed -n '/[[:alpha:]/]/p;:a' README.md",
+    "rg --ignore-file README.md hello src",
 ]
 
 
@@ -186,6 +187,10 @@ NOT_PLAIN = [
     "uniq --skip-chars 1 README.md out",
     "tree -R -H . -L 1 src",
     "sort -uo/tmp/out README.md",
+    # the file rg reads its ignore rules from is a read (not its pattern)
+    "rg --ignore-file ../outside.txt hello .",
+    "rg --ignore-file=../outside.txt hello",
+    "rg -n --ignore-f ../outside.txt hello src",
 ]
 
 

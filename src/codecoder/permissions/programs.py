@@ -335,13 +335,17 @@ _RG_PROGRAMS = ("--pre", "--hostname-bin")
 
 def _ripgrep(argv: tuple[Word, ...]) -> Carried:
     commands: list[tuple[Word, ...]] = []
+    reads: list[Word] = []
     start: int | None = None
     for index, word in enumerate(argv[1:], start=1):
         text = word.text
         if text == "--":
             break
-        option, value = option_with_value(text, argv, index, _RG_PROGRAMS)
-        if option and value is not None:
+        option, value = option_with_value(text, argv, index, (*_RG_PROGRAMS, "--ignore-file"))
+        if option == "--ignore-file" and value is not None:
+            start = index if start is None else start
+            reads.append(value)
+        elif option and value is not None:
             start = index if start is None else start
             commands.append((value, UNKNOWN_FILE) if option == "--pre" else (value,))
         elif long_option(text, "--search-zip") or (
@@ -351,7 +355,7 @@ def _ripgrep(argv: tuple[Word, ...]) -> Carried:
             commands.extend((*(Word(w) for w in d), UNKNOWN_FILE) for d in _DECOMPRESSORS)
     if start is None:
         return NOTHING
-    return Carried(start=start, commands=tuple(commands))
+    return Carried(start=start, commands=tuple(commands), reads=tuple(reads))
 
 
 # sed and awk --------------------------------------------------------------------------------
@@ -899,7 +903,7 @@ _OPENSSL_OPTIONS = _options_carrier(
     writes=(
         *("-out", "-keyout", "-outdir", "-sess_out", "-keylogfile", "-msgfile", "-writerand"),
         *("-CAserial", "-signer", "-certsout", "-cacertsout", "-certout", "-chainout"),
-        *("-extracertsout", "-reqout", "-respout", "-rspout"),
+        *("-extracertsout", "-reqout", "-respout", "-rspout", "-srpvfile"),
     ),
     problems=(
         *("-engine", "-keygen_engine", "-ssl_client_engine", "-provider", "-provider-path"),
@@ -1056,7 +1060,8 @@ _CARRIERS: dict[str, Callable[[tuple[Word, ...]], Carried]] = {
     "gpg": _options_carrier(
         writes=(
             *("-o", "--output", "--log-file", "--logger-file", "--status-file"),
-            *("--attribute-file", "--homedir"),
+            *("--attribute-file", "--homedir", "--keyring", "--secret-keyring"),
+            *("--primary-keyring", "--trustdb-name"),
         ),
         problems=(
             *("--exec-path", "--photo-viewer", "--agent-program", "--dirmngr-program"),
@@ -1076,7 +1081,7 @@ _CARRIERS: dict[str, Callable[[tuple[Word, ...]], Carried]] = {
         _options_carrier(writes=("-t", "--target-directory"), problems=("--strip-program",)),
     ),
     "zstd": _options_carrier(
-        writes=("-o", "--output-dir-flat", "--output-dir-mirror"), detached=("-o",)
+        writes=("-o", "--output-dir-flat", "--output-dir-mirror", "--trace"), detached=("-o",)
     ),
     "brotli": _options_carrier(writes=("-o", "--output")),
     "lz4": _options_carrier(outputs=_after_first),
