@@ -44,6 +44,8 @@ CARRIED_RM = [
     "rbash -c 'rm -f victim'",
     "busybox sh -c 'rm -f victim'",
     "busybox ash -c 'rm -f victim'",
+    "toybox sh -c 'rm -f victim'",
+    "toybox rm -f victim",
     "watch -n 1 'rm -f victim'",
     "watch -x rm -f victim",
     "setpriv rm -f victim",
@@ -205,9 +207,22 @@ ALLOW_CASES = {
             "awk '{ print > \"/tmp/out\" }' f",
             "awk -f prog.awk f",
             'awk \'BEGIN{print "a;b" > "/tmp/out"}\'',
+            # a brace in a string or a regex ends no statement
+            'awk \'BEGIN{printf "}" > "/tmp/out"}\'',
+            'awk \'{print "{", $1 > "/tmp/out"}\' f',
+            'awk \'{print "\\"}" > "/tmp/out"}\' f',
+            "awk '{print $0 ~ /}/ > \"/tmp/out\"}' f",
+            'awk \'{print "}" | "sh"}\' f',
+            'awk \'{print "x" \\\n > "/tmp/out"}\' f',
+            "awk '{print \"}' f",
         ],
-        ["awk '{ print $1 }' f", "awk -F, '$2 > 3 || $1 == \"a\"' f"],
+        [
+            "awk '{ print $1 }' f",
+            "awk -F, '$2 > 3 || $1 == \"a\"' f",
+            'awk \'{ print "a > b", "x|y" }\' f',
+        ],
     ),
+    "run_command(toybox:*)": (["toybox sh -c 'touch x'", "toybox rm x"], ["toybox ls"]),
     "run_command(git:*)": (
         [
             "git -c core.fsmonitor='touch x' status",

@@ -451,6 +451,8 @@ _AWKS = ("awk", "gawk", "mawk", "nawk", "busybox-awk")
 _AWK_RUNS = re.compile(r"\bsystem\s*\(|(?<!\|)\|(?!\|)|@load|@include")
 _AWK_WRITES = re.compile(r"\bprintf?\b[^{}\n]*>")
 _AWK_READS = re.compile(r"\bgetline\b[^;{}\n]*<")
+_AWK_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+_AWK_BRACE_IN_REGEX = re.compile(r"/[^/\n]*[{}][^/\n]*/")
 _AWK_VALUES = frozenset({"-F", "-v", "-f", "-i", "-l", "-E", "--file", "--include", "--load"})
 
 
@@ -467,13 +469,29 @@ def _awk(argv: tuple[Word, ...]) -> Carried:
     program = operands[0]
     if program.expands:
         return Carried(start=1, problems=("its awk program is only known at run time",))
-    if _AWK_RUNS.search(program.text):
+    text = _awk_code(program.text)
+    if text is None:
+        return Carried(start=1, problems=("cannot read its awk program",))
+    if _AWK_RUNS.search(text):
         return Carried(start=1, problems=("its awk program runs commands",))
-    if _AWK_WRITES.search(program.text):
+    if _AWK_WRITES.search(text):
         return Carried(start=1, problems=("its awk program writes files",))
-    if _AWK_READS.search(program.text):
+    if _AWK_READS.search(text):
         return Carried(start=1, problems=("its awk program reads files it names",))
     return NOTHING
+
+
+def _awk_code(program: str) -> str | None:
+    """The program as the scans above read it: its continued lines joined, its strings
+    emptied (a `}` or `>` in `"…"` ends no statement and redirects nothing), and no brace
+    at all if one may sit in a regex (`/}/`), so that nothing ends a scan early. None
+    (not known) when a string does not end."""
+    text = _AWK_STRING.sub('""', program.replace("\\\n", " "))
+    if '"' in text.replace('""', ""):
+        return None
+    if _AWK_BRACE_IN_REGEX.search(text):
+        text = text.replace("{", " ").replace("}", " ")
+    return text
 
 
 # git ----------------------------------------------------------------------------------------
