@@ -44,6 +44,8 @@ CARRIED_RM = [
     "rbash -c 'rm -f victim'",
     "busybox sh -c 'rm -f victim'",
     "busybox ash -c 'rm -f victim'",
+    "toybox sh -c 'rm -f victim'",
+    "toybox rm -f victim",
     "watch -n 1 'rm -f victim'",
     "watch -x rm -f victim",
     "setpriv rm -f victim",
@@ -175,6 +177,8 @@ ALLOW_CASES = {
             "rg -z foo",
             "rg --search-zip foo",
             "rg --hostname-bin=./tool foo",
+            "rg --ignore-file ~/.ssh/id_rsa foo",
+            "rg --ignore-file=/etc/shadow foo .",
         ],
         ["rg foo", "rg -n --glob '*.py' foo src"],
     ),
@@ -189,6 +193,10 @@ ALLOW_CASES = {
             "sed -f script.sed f",
             "sed -i 's/a/b/' f",
             "sed --expression='1e touch x' f",
+            "sed -n 's/[/]*.*/touch x;#/e' f",
+            "sed 's|[|]*.*|touch x;#|e' f",
+            "sed -n 's/[/]*$//w /tmp/out' f",
+            "sed -n ':a w /tmp/out' f",
         ],
         ["sed -n '1,20p' f", "sed 's/hello/world/g' f", "sed -e '/x/d' -e 's/we/were/' f"],
     ),
@@ -199,9 +207,22 @@ ALLOW_CASES = {
             "awk '{ print > \"/tmp/out\" }' f",
             "awk -f prog.awk f",
             'awk \'BEGIN{print "a;b" > "/tmp/out"}\'',
+            # a brace in a string or a regex ends no statement
+            'awk \'BEGIN{printf "}" > "/tmp/out"}\'',
+            'awk \'{print "{", $1 > "/tmp/out"}\' f',
+            'awk \'{print "\\"}" > "/tmp/out"}\' f',
+            "awk '{print $0 ~ /}/ > \"/tmp/out\"}' f",
+            'awk \'{print "}" | "sh"}\' f',
+            'awk \'{print "x" \\\n > "/tmp/out"}\' f',
+            "awk '{print \"}' f",
         ],
-        ["awk '{ print $1 }' f", "awk -F, '$2 > 3 || $1 == \"a\"' f"],
+        [
+            "awk '{ print $1 }' f",
+            "awk -F, '$2 > 3 || $1 == \"a\"' f",
+            'awk \'{ print "a > b", "x|y" }\' f',
+        ],
     ),
+    "run_command(toybox:*)": (["toybox sh -c 'touch x'", "toybox rm x"], ["toybox ls"]),
     "run_command(git:*)": (
         [
             "git -c core.fsmonitor='touch x' status",
@@ -301,8 +322,16 @@ OUTPUT_CASES = {
             "make SHELL=/tmp/sh test",
             "make 'MAKEFLAGS=--eval=$(shell touch x)'",
             "make -f - all",
+            "make ' X:=$(shell touch x)'",
+            "make '\tX:=$(shell touch x)'",
+            "make ' SHELL=/tmp/sh'",
+            "make '$(shell touch x)x=1'",
+            "make '$(shell touch$${IFS}x)x=1'",
+            "make 'override X=$(shell touch x)'",
+            "make 'export SHELL=/tmp/sh'",
+            "make 'a b=1'",
         ],
-        ["make", "make -j4 test", "make -C src -o stale.o all V=1"],
+        ["make", "make -j4 test", "make -C src -o stale.o all V=1", "make CFLAGS=-O2 all"],
     ),
     "run_command(patch:*)": (
         [
@@ -316,8 +345,33 @@ OUTPUT_CASES = {
             "patch --dir=.git/hooks -i fix.diff",
             "patch -B /tmp/ f fix.diff",
             "patch -Y ../ f fix.diff",
+            # without -o it writes (and creates) the files its patch names
+            "patch -p1 -i fix.diff",
+            "patch -p1 < fix.diff",
+            "patch f fix.diff",
         ],
-        ["patch -p1 -i fix.diff", "patch -o out.txt f fix.diff"],
+        ["patch -o out.txt f fix.diff", "patch --dry-run -p1 -i fix.diff", "patch --dry -p1 < x"],
+    ),
+    "run_command(unzip:*)": (
+        ["unzip a.zip -d .git/hooks", "unzip -d/tmp a.zip", "unzip -qod /tmp a.zip"],
+        ["unzip a.zip", "unzip -l a.zip", "unzip a.zip -d src"],
+    ),
+    **{
+        f"run_command({program}:*)": (
+            [
+                f"{program} -t /tmp f",
+                f"{program} -t.git/hooks f",
+                f"{program} --target=/tmp f",
+                f"{program} --target-directory /tmp f",
+                *(["install -s --strip-program=./evil f g"] if program == "install" else []),
+            ],
+            [f"{program} -t src f", f"{program} f g"],
+        )
+        for program in ("cp", "mv", "install", "ln")
+    },
+    "run_command(find:*)": (
+        ["find -files0-from list -delete", "find -files0-from list -name x -delete"],
+        ["find . -name x -delete"],
     ),
     "run_command(zstd:*)": (
         [
@@ -327,6 +381,8 @@ OUTPUT_CASES = {
             "zstd -19 -T0 -o .git/hooks/pre-commit f",
             "zstd --output-dir-flat /tmp f",
             "zstd --output-dir-mirror=/tmp f",
+            "zstd --trace /tmp/out f",
+            "zstd --trace=/tmp/out f",
         ],
         ["zstd -c f", "zstd -o out.txt f"],
     ),
@@ -354,6 +410,7 @@ OUTPUT_CASES = {
             "openssl req -engine ./evil.so -new",
             "openssl req -config ./evil.cnf -new",
             "openssl list -provider-path . -provider evil",
+            "openssl srp -srpvfile /tmp/out -add u",
         ],
         ["openssl rand -hex 8", "openssl dgst -sha256 f", "openssl genrsa -out out.txt 2048"],
     ),
@@ -380,6 +437,10 @@ OUTPUT_CASES = {
             "gpg --exec-path /tmp --list-keys",
             "gpg --agent-program ./evil -d f.gpg",
             "gpg --use-embedded-filename f.gpg",
+            "gpg --keyring /tmp/out --import k.asc",
+            "gpg --secret-keyring=/tmp/out --import k.asc",
+            "gpg --primary-keyring /tmp/out --import k.asc",
+            "gpg --trustdb-name /tmp/out --import-ownertrust f",
         ],
         ["gpg --list-keys", "gpg -d f.gpg", "gpg -o out.txt -d f.gpg"],
     ),
@@ -469,8 +530,34 @@ OUTPUT_CASES = {
             "tar -g /tmp/out -cf a.tar f",
             "tar --listed-incremental=/tmp/out -cf a.tar f",
             "tar --rmt-command=./evil -tf h:a.tar",
+            # the old style: the first word's letters are options, their values follow
+            "tar cIf 'touch x' a.tar f",
+            "tar xFf 'touch x' a.tar",
+            "tar cgf /tmp/out a.tar f",
+            "tar xfC a.tar .git/hooks",
+            "tar tf a.tar --to-command='touch x'",
+            "tar $OPTS a.tar",
+            # the folder it extracts into, the archive it creates
+            "tar -xf a.tar -C .git/hooks",
+            "tar -C/tmp -xf a.tar",
+            "tar --directory .git/hooks -xf a.tar",
+            "tar -x --dir=/tmp -f a.tar",
+            "tar -cf .git/hooks/pre-commit f",
+            "tar -cf /tmp/out f",
+            "tar --file=/tmp/out -c f",
+            "tar -rf /tmp/out f",
+            "tar cf /tmp/out f",
+            "tar -F 'touch x' -cMf a.tar f",
         ],
-        ["tar -tf a.tar"],
+        [
+            "tar -tf a.tar",
+            "tar tf a.tar",
+            "tar xzf a.tar.gz",
+            "tar -xf a.tar -C src",
+            "tar czf out.txt f",
+            "tar -czf - f",
+            "tar -cf /dev/null f",
+        ],
     ),
     "run_command(man:*)": (["man -C ./man.conf ls"], ["man ls"]),
     "run_command(sftp:*)": (["sftp -b cmds h", "sftp -D ./server h", "sftp -S ./prog h"], []),
@@ -512,6 +599,16 @@ def test_an_option_that_runs_or_writes_is_not_covered_by_a_prefix_rule(
     for line in allowed:
         decision = policy.decide(*run(line))
         assert decision.verdict == "allow", (line, decision.reason)
+
+
+def test_a_sed_command_with_escapes_is_not_checked_as_written(tmp_path: Path) -> None:
+    """sed drops the backslashes of `e COMMAND` before it runs it: `echo\\;touch x` runs
+    `echo;touch x`, which a rule for echo must not cover."""
+    write_user_rules({"allow": ["run_command(sed:*)", "run_command(echo:*)"]})
+    policy = RulePolicy.load(tmp_path, "ask")
+    assert policy.decide(*run("sed '1e echo hi' f")).verdict == "allow"
+    for line in ("sed '1e echo\\;touch x' f", "sed '1e echo\\ntouch x' f"):
+        assert policy.decide(*run(line)).verdict == "ask", line
 
 
 def test_the_carried_command_is_allowed_by_a_rule_of_its_own(tmp_path: Path) -> None:

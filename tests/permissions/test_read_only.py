@@ -4,6 +4,7 @@ in every mode, with no rule; anything that could run or write more does not."""
 from __future__ import annotations
 
 import os
+import shlex
 import time
 from pathlib import Path
 
@@ -49,6 +50,11 @@ PLAIN_READS = [
     "git tag -l 'v*'",
     "base64 README.md",
     "uniq --skip-chars 1 README.md",
+    # bracket expressions that hold the delimiter, read as GNU sed reads them
+    "sed -n 's/[/]/x/p' README.md",
+    "sed -n '\\,[,],p;s|[^|]|x|g' README.md",
+    "sed -n '/[[:alpha:]/]/p;:a' README.md",
+    "rg --ignore-file README.md hello src",
 ]
 
 
@@ -181,6 +187,10 @@ NOT_PLAIN = [
     "uniq --skip-chars 1 README.md out",
     "tree -R -H . -L 1 src",
     "sort -uo/tmp/out README.md",
+    # the file rg reads its ignore rules from is a read (not its pattern)
+    "rg --ignore-file ../outside.txt hello .",
+    "rg --ignore-file=../outside.txt hello",
+    "rg -n --ignore-f ../outside.txt hello src",
 ]
 
 
@@ -191,6 +201,56 @@ def test_what_could_do_more_than_read_is_not_on_the_list(workspace: Path, line: 
     assert decision.verdict == "ask", decision.reason
     assert RulePolicy(workspace, "never-ask").decide(*run(line)).verdict == "deny"
     assert RulePolicy(workspace, "read-only").decide(*run(line)).verdict in ("ask", "deny")
+
+
+SED_BRACKETS = ["[/]", "[]/]", "[^/]", "[^]/]", "[[:alpha:]/]", "[[.-.]/]", "[[=a=]/]", "[\\/]"]
+"""Bracket expressions that hold the delimiter `/` (also after a backslash, `[\\/]`):
+GNU sed ends the regex only after the bracket's `]`, so a scanner that ends it at the
+first `/` reads the replacement and the flags in the wrong place."""
+
+
+def _sed_scripts_behind_brackets() -> list[str]:
+    """Each bracket, with each delimiter (and after an escaped one), before an `e` or `w`
+    flag, or in an address before `r` or a `w` flag: every one of these runs or opens a
+    file in GNU sed 4.9 (checked with `sed --sandbox`, which refuses exactly those)."""
+    scripts = []
+    for delimiter in "/|,":
+        for bracket in [*SED_BRACKETS, "\\/[/]\\/"]:
+            b = bracket.replace("/", delimiter)
+            d = delimiter
+            scripts += [
+                f"s{d}{b}*.*{d}touch x;#{d}e",
+                f"s{d}{b}*${d}{d}w .git/hooks/pre-commit",
+                f"\\{d}{b}{d}r /etc/passwd",
+                f"\\{d}{b}{d}s{d}x{d}y{d}w /tmp/out",
+            ]
+    return scripts
+
+
+SED_HIDDEN_EFFECTS = [
+    *_sed_scripts_behind_brackets(),
+    # a label ends at a blank, `;`, `}` or `#`: what follows is a command
+    ":a w out",
+    "t x w /tmp/out",
+    "b x;:x w out",
+    "v 4.2 w out",
+    # the text of `a\\` takes its next character as it is, then ends at the newline
+    "a\\\\\nw out",
+    # blanks between the flags, between the addresses and before `!`
+    "s/a/b/g w out",
+    "1 , 2 w out",
+    "/x/ ! w out",
+]
+
+
+@pytest.mark.parametrize("script", SED_HIDDEN_EFFECTS)
+def test_a_sed_script_is_read_as_gnu_sed_reads_it(workspace: Path, script: str) -> None:
+    """The adversarial review: `sed -n 's/[/]*.*/touch x;#/e'` ran `touch x` as a plain
+    read, in every mode (the `e` flag was taken for part of a comment)."""
+    line = f"sed -n {shlex.quote(script)} README.md"
+    assert RulePolicy(workspace, "ask").decide(*run(line)).verdict == "ask", line
+    assert RulePolicy(workspace, "never-ask").decide(*run(line)).verdict == "deny", line
+    assert not writes_nothing(line, workspace), line
 
 
 def test_a_glob_is_judged_by_what_it_matches(workspace: Path, tmp_path: Path) -> None:

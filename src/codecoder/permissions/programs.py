@@ -294,9 +294,10 @@ def _find(argv: tuple[Word, ...]) -> Carried:
             writes.append(argv[index + 1])
             index += 2
             continue
-        if text == "-delete":
+        if text == "-delete":  # `-files0-from F`: its starting points are in F
             start = index if start is None else start
-            writes.extend(roots or (Word("."),))
+            unknown = any(w.text == "-files0-from" for w in argv)
+            writes.extend((UNKNOWN_FILE,) if unknown else roots or (Word("."),))
         index += 1
     if start is None:
         return NOTHING
@@ -334,13 +335,17 @@ _RG_PROGRAMS = ("--pre", "--hostname-bin")
 
 def _ripgrep(argv: tuple[Word, ...]) -> Carried:
     commands: list[tuple[Word, ...]] = []
+    reads: list[Word] = []
     start: int | None = None
     for index, word in enumerate(argv[1:], start=1):
         text = word.text
         if text == "--":
             break
-        option, value = option_with_value(text, argv, index, _RG_PROGRAMS)
-        if option and value is not None:
+        option, value = option_with_value(text, argv, index, (*_RG_PROGRAMS, "--ignore-file"))
+        if option == "--ignore-file" and value is not None:
+            start = index if start is None else start
+            reads.append(value)
+        elif option and value is not None:
             start = index if start is None else start
             commands.append((value, UNKNOWN_FILE) if option == "--pre" else (value,))
         elif long_option(text, "--search-zip") or (
@@ -350,7 +355,7 @@ def _ripgrep(argv: tuple[Word, ...]) -> Carried:
             commands.extend((*(Word(w) for w in d), UNKNOWN_FILE) for d in _DECOMPRESSORS)
     if start is None:
         return NOTHING
-    return Carried(start=start, commands=tuple(commands))
+    return Carried(start=start, commands=tuple(commands), reads=tuple(reads))
 
 
 # sed and awk --------------------------------------------------------------------------------
@@ -446,6 +451,8 @@ _AWKS = ("awk", "gawk", "mawk", "nawk", "busybox-awk")
 _AWK_RUNS = re.compile(r"\bsystem\s*\(|(?<!\|)\|(?!\|)|@load|@include")
 _AWK_WRITES = re.compile(r"\bprintf?\b[^{}\n]*>")
 _AWK_READS = re.compile(r"\bgetline\b[^;{}\n]*<")
+_AWK_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+_AWK_BRACE_IN_REGEX = re.compile(r"/[^/\n]*[{}][^/\n]*/")
 _AWK_VALUES = frozenset({"-F", "-v", "-f", "-i", "-l", "-E", "--file", "--include", "--load"})
 
 
@@ -462,13 +469,29 @@ def _awk(argv: tuple[Word, ...]) -> Carried:
     program = operands[0]
     if program.expands:
         return Carried(start=1, problems=("its awk program is only known at run time",))
-    if _AWK_RUNS.search(program.text):
+    text = _awk_code(program.text)
+    if text is None:
+        return Carried(start=1, problems=("cannot read its awk program",))
+    if _AWK_RUNS.search(text):
         return Carried(start=1, problems=("its awk program runs commands",))
-    if _AWK_WRITES.search(program.text):
+    if _AWK_WRITES.search(text):
         return Carried(start=1, problems=("its awk program writes files",))
-    if _AWK_READS.search(program.text):
+    if _AWK_READS.search(text):
         return Carried(start=1, problems=("its awk program reads files it names",))
     return NOTHING
+
+
+def _awk_code(program: str) -> str | None:
+    """The program as the scans above read it: its continued lines joined, its strings
+    emptied (a `}` or `>` in `"…"` ends no statement and redirects nothing), and no brace
+    at all if one may sit in a regex (`/}/`), so that nothing ends a scan early. None
+    (not known) when a string does not end."""
+    text = _AWK_STRING.sub('""', program.replace("\\\n", " "))
+    if '"' in text.replace('""', ""):
+        return None
+    if _AWK_BRACE_IN_REGEX.search(text):
+        text = text.replace("{", " ").replace("}", " ")
+    return text
 
 
 # git ----------------------------------------------------------------------------------------
@@ -697,8 +720,11 @@ def _option(
         if name not in values:
             return "", None
         return name, Word(attached, word.expands) if equals else following
-    if text.startswith("--"):
-        option = next((o for o in values if o.startswith("--") and long_option(text, o)), None)
+    if text.startswith("--"):  # an exact name wins over one it abbreviates (`--file`)
+        option = name if name in values else None
+        option = option or next(
+            (o for o in values if o.startswith("--") and long_option(text, o)), None
+        )
         return (
             (option, Word(attached, word.expands) if equals else following)
             if option
@@ -724,28 +750,36 @@ def _options_carrier(
     scripts: Sequence[str] = (),
     problems: Sequence[str] = (),
     takes_value: Sequence[str] = (),
-    outputs: Callable[[Given, list[Word]], list[Word]] | None = None,
+    outputs: Callable[[Given, list[Word], Sequence[Word]], list[Word]] | None = None,
     detached: Sequence[str] = (),
     whole_words: bool = False,
+    old_style: bool = False,
 ) -> Callable[[tuple[Word, ...]], Carried]:
     """A carrier described by its options: `writes` take a file (or a folder) it writes,
     `scripts` shell code, `problems` make it uncheckable, `takes_value` are the others
     whose value is the next word (so that operands are counted right); `outputs` picks
-    further files it writes from its options and operands (`uniq IN OUT`). How options
-    are read: `_read_options`."""
+    further files it writes from its options, operands and words (`uniq IN OUT`). With
+    `old_style`, a first word without a dash is a cluster of short options whose values
+    are the next words (tar's `tar cIf PROG a.tar`). How options are read:
+    `_read_options`."""
     values = frozenset((*writes, *scripts, *takes_value))
 
     def analyse(argv: tuple[Word, ...]) -> Carried:
-        given, operands = _read_options(argv[1:], values, detached, whole_words)
+        args = argv[1:]
+        if old_style and args and not args[0].text.startswith("-"):
+            if args[0].expands:
+                return Carried(start=1, problems=("its options are only known at run time",))
+            args = _old_style_options(args, values)
+        given, operands = _read_options(args, values, detached, whole_words)
         found_problems = [
             f"`{excerpt(w.text)}` runs a program the check cannot follow"
-            for w in argv[1:]
+            for w in args
             if _gives_problem(w.text, problems, whole_words)
         ]
         found_writes = [value for option, value in given if option in writes]
         found_scripts = [_code(value) for option, value in given if option in scripts]
         if outputs is not None:
-            found_writes.extend(outputs(given, operands))
+            found_writes.extend(outputs(given, operands, args))
         if not (found_writes or found_scripts or found_problems):
             return NOTHING
         return Carried(
@@ -756,6 +790,19 @@ def _options_carrier(
         )
 
     return analyse
+
+
+def _old_style_options(args: Sequence[Word], values: Collection[str]) -> tuple[Word, ...]:
+    """`cIf PROG a.tar f` as `-c -I PROG -f a.tar f`: each letter of the first word is an
+    option, and those that take a value take the next words in turn (GNU tar's old
+    style)."""
+    rest = list(args[1:])
+    words: list[Word] = []
+    for letter in args[0].text:
+        words.append(Word(f"-{letter}"))
+        if f"-{letter}" in values and rest:
+            words.append(rest.pop(0))
+    return (*words, *rest)
 
 
 def _gives_problem(text: str, problems: Sequence[str], whole_words: bool = False) -> bool:
@@ -772,18 +819,27 @@ def _gives_problem(text: str, problems: Sequence[str], whole_words: bool = False
     return False
 
 
-def _after_first(_given: Given, operands: list[Word]) -> list[Word]:
+def _after_first(_given: Given, operands: list[Word], _args: Sequence[Word]) -> list[Word]:
     """The operands after the first: the output of `uniq IN OUT`, `xxd IN OUT`,
     `lz4 IN OUT`, the prefix of `split IN PREFIX` (any further one too, so that an option
     value mistaken for an operand cannot hide the output)."""
     return operands[1:]
 
 
-def _all_operands(_given: Given, operands: list[Word]) -> list[Word]:
+def _all_operands(_given: Given, operands: list[Word], _args: Sequence[Word]) -> list[Word]:
     return operands
 
 
-def _csplit_files(given: Given, _operands: list[Word]) -> list[Word]:
+def _patched_files(_given: Given, _operands: list[Word], args: Sequence[Word]) -> list[Word]:
+    """Without `-o FILE`, patch writes (and creates, executable too) the files its patch
+    names, which the line does not show: a write of a file only known at run time,
+    unless it only tries (`--dry-run`)."""
+    if any(_gives_problem(w.text, ("-o", "--output", "--dry-run")) for w in args):
+        return []
+    return [UNKNOWN_FILE]
+
+
+def _csplit_files(given: Given, _operands: list[Word], _args: Sequence[Word]) -> list[Word]:
     """csplit writes PREFIX followed by its suffix format, which may hold a `/`
     (`-b '/../../x%02d'`)."""
     found = dict(given)
@@ -794,7 +850,24 @@ def _csplit_files(given: Given, _operands: list[Word]) -> list[Word]:
     return [Word(prefix.text + suffix.text, prefix.expands or suffix.expands)]
 
 
-_MAKE_ASSIGNMENT = re.compile(r"^([^\s=:!?+]+)\s*(::?=|:::=|\?=|\+=|!=|=)(.*)$", re.DOTALL)
+_TAR_ARCHIVE_WRITERS = (
+    *("-c", "-r", "-u", "-A", "--create", "--append", "--update", "--catenate"),
+    *("--concatenate", "--delete"),
+)
+
+
+def _tar_archive(given: Given, _operands: list[Word], args: Sequence[Word]) -> list[Word]:
+    """The archive (`-f FILE`) of a tar that creates or changes one: a write (not `-`,
+    its standard output). A letter of these anywhere in a cluster counts (`-xfc.tar`
+    too): a write more to check at worst."""
+    if not any(_gives_problem(w.text, _TAR_ARCHIVE_WRITERS) for w in args):
+        return []
+    return [value for option, value in given if option in ("-f", "--file") and value.text != "-"]
+
+
+_MAKE_ASSIGNMENT = re.compile(r"^\s*(.*?)\s*(::?=|:::=|\?=|\+=|!=|=)", re.DOTALL)
+"""An operand with an `=` is a variable assignment to make; blanks around the name are
+not part of it (`' SHELL=x'` sets SHELL)."""
 _MAKE_SPECIAL = frozenset(
     {"SHELL", ".SHELLFLAGS", "MAKESHELL", "MAKEFILES", "MAKEFLAGS", "MFLAGS", "GNUMAKEFLAGS"}
 )
@@ -805,7 +878,9 @@ def _make(argv: tuple[Word, ...]) -> Carried:
     """make runs the recipes of its makefile (which a rule for make authorises); the line
     carries more through `--eval`/`-E` (makefile text), a makefile read from standard input
     (`-f -`), and a variable assignment make evaluates by itself: `X:=$(shell …)` is
-    expanded at once, `X!=cmd` runs cmd, `SHELL=…` runs every recipe, `MAKEFLAGS=--eval=…`."""
+    expanded at once, `X!=cmd` runs cmd, `SHELL=…` runs every recipe, `MAKEFLAGS=--eval=…`.
+    make expands the name too (`$(shell cmd)x=1`); a blank in it may be a modifier
+    (`override X`)."""
     found = _MAKE_OPTIONS(argv)
     given, operands = _read_options(argv[1:], _MAKE_VALUES)
     problems = list(found.problems)
@@ -816,8 +891,9 @@ def _make(argv: tuple[Word, ...]) -> Carried:
         match = _MAKE_ASSIGNMENT.match(word.text)
         if match is None:
             continue
-        name, operator, value = match.groups()
-        if word.expands or operator == "!=" or "$" in value or name in _MAKE_SPECIAL:
+        name, operator = match.groups()
+        odd = "$" in word.text or any(c.isspace() for c in name)
+        if word.expands or odd or operator == "!=" or name in _MAKE_SPECIAL:
             problems.append(f"`make {excerpt(word.text)}` sets make code the check cannot follow")
     return Carried(start=1, problems=tuple(problems)) if problems else NOTHING
 
@@ -845,7 +921,7 @@ _OPENSSL_OPTIONS = _options_carrier(
     writes=(
         *("-out", "-keyout", "-outdir", "-sess_out", "-keylogfile", "-msgfile", "-writerand"),
         *("-CAserial", "-signer", "-certsout", "-cacertsout", "-certout", "-chainout"),
-        *("-extracertsout", "-reqout", "-respout", "-rspout"),
+        *("-extracertsout", "-reqout", "-respout", "-rspout", "-srpvfile"),
     ),
     problems=(
         *("-engine", "-keygen_engine", "-ssl_client_engine", "-provider", "-provider-path"),
@@ -1002,7 +1078,8 @@ _CARRIERS: dict[str, Callable[[tuple[Word, ...]], Carried]] = {
     "gpg": _options_carrier(
         writes=(
             *("-o", "--output", "--log-file", "--logger-file", "--status-file"),
-            *("--attribute-file", "--homedir"),
+            *("--attribute-file", "--homedir", "--keyring", "--secret-keyring"),
+            *("--primary-keyring", "--trustdb-name"),
         ),
         problems=(
             *("--exec-path", "--photo-viewer", "--agent-program", "--dirmngr-program"),
@@ -1014,9 +1091,15 @@ _CARRIERS: dict[str, Callable[[tuple[Word, ...]], Carried]] = {
             *("-o", "--output", "-r", "--reject-file", "-d", "--directory", "-B", "--prefix"),
             *("-Y", "--basename-prefix"),
         ),
+        outputs=_patched_files,
+    ),
+    "unzip": _options_carrier(writes=("-d",), takes_value=("-P", "-I", "-O")),
+    **dict.fromkeys(  # the folder an option names; install -s runs --strip-program
+        ("cp", "mv", "install", "ln"),
+        _options_carrier(writes=("-t", "--target-directory"), problems=("--strip-program",)),
     ),
     "zstd": _options_carrier(
-        writes=("-o", "--output-dir-flat", "--output-dir-mirror"), detached=("-o",)
+        writes=("-o", "--output-dir-flat", "--output-dir-mirror", "--trace"), detached=("-o",)
     ),
     "brotli": _options_carrier(writes=("-o", "--output")),
     "lz4": _options_carrier(outputs=_after_first),
@@ -1051,10 +1134,17 @@ _CARRIERS: dict[str, Callable[[tuple[Word, ...]], Carried]] = {
         ),
         problems=("-e", "--execute", "--config", "--use-askpass"),
     ),
-    "tar": _options_carrier(
-        writes=("--index-file", "-g", "--listed-incremental", "--volno-file"),
-        scripts=("--to-command", "--info-script", "--new-volume-script", "--rsh-command"),
-        problems=("-I", "-F", "--use-compress-program", "--checkpoint-action", "--rmt-command"),
+    "tar": _options_carrier(  # -C: the folder it extracts into (or reads from)
+        writes=("--index-file", "-g", "--listed-incremental", "--volno-file", "-C", "--directory"),
+        scripts=("--to-command", "-F", "--info-script", "--new-volume-script", "--rsh-command"),
+        problems=("-I", "--use-compress-program", "--checkpoint-action", "--rmt-command"),
+        takes_value=(
+            *("-f", "--file", "-I", "-T", "--files-from", "-X", "--exclude-from", "-L"),
+            *("--tape-length", "-b", "--blocking-factor", "-H", "--format", "-V", "--label"),
+            *("-K", "--starting-file", "-N", "--newer", "--after-date"),
+        ),
+        outputs=_tar_archive,
+        old_style=True,
     ),
     "zip": _options_carrier(
         writes=("-O", "--output-file", "-lf", "--logfile-path", "-b", "--temp-path"),

@@ -106,8 +106,16 @@ def read_only(argv: tuple[Word, ...]) -> ReadOnly | None:
     spec = READ_ONLY.get(name)
     if spec is None or argv[0].text != name:  # `./ls` is a program of the workspace
         return None
-    if carried(argv) != NOTHING:  # it runs or writes something through its arguments
+    found = carried(argv)
+    if found._replace(start=None, reads=()) != NOTHING:  # it runs or writes something
         return None
+    listed = _listed_reads(name, spec, argv)
+    return None if listed is None else ReadOnly((*listed.paths, *found.reads))
+
+
+def _listed_reads(name: str, spec: _ReadOnly, argv: tuple[Word, ...]) -> ReadOnly | None:
+    """What a listed command reads, beyond the files an option names (`rg --ignore-file
+    F`: a carried read, checked as a read like the rest)."""
     args = argv[1:]
     if any(_unsafe(word.text, spec.unsafe) for word in args):
         return None

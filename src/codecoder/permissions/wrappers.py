@@ -50,6 +50,7 @@ WRAPPERS: dict[str, Wrapper] = {
     "command": Wrapper(),
     "builtin": Wrapper(),
     "busybox": Wrapper(),
+    "toybox": Wrapper(),
     "exec": Wrapper(_opts("-a")),
     "nohup": Wrapper(),
     "time": Wrapper(_opts("-o", "--output", "-f", "--format"), writes=_opts("-o", "--output")),
