@@ -27,6 +27,10 @@ repository's config, which an earlier command, approved or confined, may have wr
 read-only and without the network, what such a program does is held (`reads_repository`
 in permissions/writes.py). `--sandbox off`, asked for, leaves it unconfined.
 
+A project's MCP server (`confine(..., unasked=True)`) runs in `workspace-write` there
+too: it starts by itself at the session's start, with nobody asked, and runs a script of
+the workspace that an earlier confined command may have rewritten (issue 25).
+
 The network is on for every command with `network`, else for the commands `network_for`
 allows (`[sandbox] network_allow`, decided by the permission layer's parser); off for
 the rest.
@@ -139,16 +143,23 @@ class Sandbox:
         command: str | None = None,
         cwd: Path | None = None,
         extra_roots: Sequence[Path] = (),
+        unasked: bool = False,
     ) -> Confinement | None:
-        """How `command` (in `cwd`) runs now: None when unconfined. Raises
-        SandboxUnavailable when a mode was asked for and bwrap has stopped working."""
+        """How `command` (in `cwd`) runs now: None when unconfined. `unasked`: the
+        program starts by itself, with nobody asked (a project's MCP server), so where
+        commands run unconfined by default (not `--sandbox off`) and bwrap works it runs
+        in `workspace-write`. Raises SandboxUnavailable when a mode was asked for and
+        bwrap has stopped working."""
         mode = self.mode()
         where = cwd or workspace
         guarded = False
         if mode == "off":
-            if not self._guards_git_read(command, where):
+            if unasked and self.explicit is None and self.probe().works:
+                mode = "workspace-write"
+            elif self._guards_git_read(command, where):
+                mode, guarded = "read-only", True
+            else:
                 return None
-            mode, guarded = "read-only", True
         reads_only = guarded or (
             mode == "workspace-write"
             and command is not None
