@@ -120,6 +120,10 @@ class McpServerTable(_Table, frozen=True, forbid_unknown_fields=True):
     include: McpToolNames = []
     """Only these of the server's tools (their MCP names); empty: all."""
     exclude: McpToolNames = []
+    sandbox: bool | None = None
+    """Whether a stdio server runs in the session's sandbox. Absent: a project's does,
+    yours does not (most are `npx`/`uvx` and need their caches and the network). A
+    project's server that says false does not run (mcp/config.py)."""
 
 
 class McpTable(_Table, frozen=True, forbid_unknown_fields=True):

@@ -89,9 +89,9 @@ def test_list_starts_the_servers_and_shows_their_tools(tmp_path: Path) -> None:
     listed = codecoder("mcp", "list", "-C", str(tmp_path))
     assert listed.returncode == 0, listed.stderr
     lines = listed.stdout.splitlines()
-    assert lines[0] == f"time  ready  stdio  {time_command()}"
+    assert lines[0] == f"time  ready  stdio  on the host  {time_command()}"
     assert lines[1] == "    tools: mcp__time__get_current_time, mcp__time__convert_time"
-    assert lines[2] == "gone  failed  stdio  no-such-server-x"
+    assert lines[2] == "gone  failed  stdio  on the host  no-such-server-x"
     assert lines[3].startswith("    failed to start: cannot run `no-such-server-x`")
 
 

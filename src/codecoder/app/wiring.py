@@ -170,15 +170,16 @@ def _mcp_servers(
         raise WiringError(str(exc)) from exc
 
 
-def _start_mcp(selection: Selection | None) -> McpManager | None:
+def _start_mcp(selection: Selection | None, sandbox: Sandbox) -> McpManager | None:
     """The servers start in the background once the session's first request is out (the
     loop's provider goes through `McpManager.gate`): their start-up never competes with
-    building and sending it, and the first turn never waits for them."""
+    building and sending it, and the first turn never waits for them. A project's stdio
+    servers run in the session's `sandbox` (docs/mcp.md), closed after them."""
     if selection is None:
         return None
     from codecoder.mcp.manager import McpManager
 
-    manager = McpManager(selection)
+    manager = McpManager(selection, sandbox=sandbox)
     manager.start(now=False)
     return manager
 
@@ -269,7 +270,7 @@ def build_agent(options: AgentOptions, workspace: Path) -> AgentSetup:
             recorded = Path(info.cwd)  # a resumed session runs where it began
             workspace = recorded if recorded.is_dir() else workspace
         policy = _policy(workspace, options.approval)
-        sandbox = _sandbox(options, user_config, policy)
+        sandbox = build_sandbox(options, user_config, policy)
         tracer = _tracer(options.trace, options.trace_bodies)
         _web_guard(user_config)  # a bad [web] entry stops us before a session is made
         servers = _mcp_servers(workspace, user_config, policy.trusted, options.approval)
@@ -285,7 +286,7 @@ def build_agent(options: AgentOptions, workspace: Path) -> AgentSetup:
         store.close()
         raise WiringError(str(exc)) from exc
     manager = ProcessManager(environment=_child_environment(user_config))
-    mcp = _start_mcp(servers)
+    mcp = _start_mcp(servers, sandbox)
     hooks = control.hook_runner(hook_set, manager, workspace, session_id, sandbox)
     kept = control.checkpoints(store, session_id, workspace, log)
     wrap = control.tool_wrapper(kept, hooks)
@@ -417,10 +418,14 @@ def _policy(workspace: Path, mode: ApprovalMode) -> RulePolicy:
         raise WiringError(str(exc)) from exc
 
 
-def _sandbox(options: AgentOptions, user_config: dict[str, Any], policy: RulePolicy) -> Sandbox:
+def build_sandbox(
+    options: AgentOptions, user_config: dict[str, Any], policy: RulePolicy
+) -> Sandbox:
     """The sandbox of commands (docs/sandbox.md): `--sandbox`, else `[sandbox]` of the
     user's config (never a project's), else by the approval mode. A sandbox asked for
-    where bwrap cannot run stops the run: it is never silently dropped."""
+    where bwrap cannot run stops the run (WiringError): it is never silently dropped.
+    `codecoder mcp list` makes one too, to start the project's servers as a session
+    would."""
     from codecoder.sandbox import SandboxUnavailable
     from codecoder.sandbox.runtime import Sandbox
 

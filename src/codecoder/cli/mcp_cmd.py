@@ -1,7 +1,8 @@
 """`codecoder mcp list | add | approve` (docs/mcp.md).
 
     codecoder mcp list [-C DIR]                 the servers a session there starts, each
-                                                started to show its status and tools
+                                                started (confined as a session would
+                                                start it) to show its status and tools
     codecoder mcp add NAME [--env K=V]… -- CMD ARGS…   a stdio server in your config
     codecoder mcp add NAME --url URL [--header K=V]…   a streamable HTTP server
     codecoder mcp approve NAME [-C DIR]         run a project's server (this definition)
@@ -65,21 +66,31 @@ def run_list(options: argparse.Namespace) -> int:
     if not selection.servers and not selection.left_out:
         print("no MCP servers configured (add one: codecoder mcp add NAME -- COMMAND ARGS…)")
         return EXIT_OK
+    from codecoder.app.options import AgentOptions
+    from codecoder.app.wiring import WiringError, build_sandbox
     from codecoder.mcp.manager import McpManager
+    from codecoder.permissions.chain import RulePolicy
 
-    manager = McpManager(selection)
+    try:
+        sandbox = build_sandbox(AgentOptions(), user, RulePolicy.load(workspace))
+    except (ConfigError, WiringError) as exc:
+        print(f"codecoder mcp: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    manager = McpManager(selection, sandbox=sandbox)
     manager.start()
     try:
         manager.wait_settled(max((s.startup_timeout for s in selection.servers), default=0))
         for info in manager.statuses():
             origin = "" if info.origin == "user" else f" ({info.origin})"
-            print(f"{info.name}{origin}  {info.status}  {info.transport}  {info.target}")
+            where = f"  {info.where}" if info.where else ""
+            print(f"{info.name}{origin}  {info.status}  {info.transport}{where}  {info.target}")
             if info.tools:
                 print(f"    tools: {', '.join(info.tools)}")
             if info.detail:
                 print(f"    {info.detail}")
     finally:
         manager.close()
+        sandbox.close()
     return EXIT_OK
 
 

@@ -7,8 +7,12 @@ approval is a digest of the folder, the name and what is run or contacted (comma
 args, env, cwd; url, headers), kept in `$XDG_DATA_HOME/codecoder/mcp-approvals.json`.
 A repository that changes a definition after it was approved (the lesson of
 CVE-2025-61260 and Cursor's "MCPoison") gets it run only after the user approves it
-again. What the approved command then reads (a script in the repository) is not covered:
-approve a command you would run yourself.
+again. What the approved command then reads (a script in the repository) a confined
+command may have rewritten: so a project's stdio server runs in the session's sandbox
+(manager.py, `Sandbox.confine_started`), and one that says `sandbox = false`
+does not run at all, approved or not, as a project's hook that says so (hooks/config.py).
+Only the user's own config may run a server on the host, and does by default. Where
+bwrap does not work, or with `--sandbox off`, a project's server runs on the host.
 
 A project server that has the name of one of the user's is ignored: the user's rules
 for `mcp__NAME__*` were written for the user's server.
@@ -57,6 +61,15 @@ class ServerSpec(msgspec.Struct, frozen=True):
     exclude: tuple[str, ...] = ()
     workspace: str = ""
     """The folder a project server belongs to (its `cwd` is relative to it)."""
+    sandbox: bool | None = None
+    """As configured; `confined` says what absent means."""
+
+    @property
+    def confined(self) -> bool:
+        """Whether a run of it goes through the session's sandbox: a project's server
+        unless it says `sandbox = false` (then it is not selected), the user's only when
+        it says `sandbox = true`."""
+        return self.origin == "project" if self.sandbox is None else self.sandbox
 
     @property
     def transport(self) -> Transport:
@@ -111,6 +124,8 @@ class Selection(msgspec.Struct, frozen=True):
 
     servers: tuple[ServerSpec, ...] = ()
     left_out: tuple[tuple[ServerSpec, str], ...] = ()
+    workspace: str = ""
+    """The session's folder: what a confined server of the user's may write."""
 
 
 def select(workspace: Path, user: Mapping[str, Any], project: Mapping[str, Any]) -> Selection:
@@ -138,11 +153,22 @@ def select(workspace: Path, user: Mapping[str, Any], project: Mapping[str, Any])
             left_out.append((spec, f"ignored: your own config defines a server {spec.name!r}"))
         elif not spec.enabled:
             left_out.append((spec, "disabled (enabled = false)"))
+        elif spec.sandbox is False:
+            left_out.append((spec, _unconfined(spec)))
         elif not approved.has(spec):
             left_out.append((spec, _unapproved(spec, approved)))
         else:
             chosen.append(spec)
-    return Selection(servers=tuple(chosen), left_out=tuple(left_out))
+    return Selection(servers=tuple(chosen), left_out=tuple(left_out), workspace=str(workspace))
+
+
+def _unconfined(spec: ServerSpec) -> str:
+    """Why a project server with `sandbox = false` does not run: a repository must not
+    take the sandbox away from what runs its files."""
+    return (
+        f"project server not run (sandbox = false in {spec.source}): only your own config "
+        "may run a server outside the sandbox; move its definition there to run it on the host"
+    )
 
 
 def _unapproved(spec: ServerSpec, approved: Approvals) -> str:

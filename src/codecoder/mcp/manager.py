@@ -20,6 +20,11 @@ time (cache.py) are offered at once, and a call of one waits for the server, up 
 cancelled on the loop, and the SDK tells the server (`notifications/cancelled`). `close`
 SIGKILLs servers still starting (it does not wait for them), stops the others as MCP
 says, and joins the loop thread.
+
+A stdio server whose spec is `confined` (a project's, by default) runs in the session's
+`sandbox`, decided at each run as a hook's is (`Sandbox.confine_started`:
+docs/sandbox.md). Without a sandbox (tests, replay) every server runs on
+the host.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
@@ -49,6 +55,7 @@ from codecoder.mcp.cache import ToolEntry
 from codecoder.mcp.config import Selection, ServerSpec
 from codecoder.mcp.loop import LoopClosed, LoopThread
 from codecoder.mcp.tools import McpTool, exposed_names
+from codecoder.sandbox import SandboxUnavailable
 
 if TYPE_CHECKING:
     import asyncio
@@ -56,6 +63,7 @@ if TYPE_CHECKING:
 
     from codecoder.mcp.process import ChildProcess
     from codecoder.mcp.session import CallResult, Connection
+    from codecoder.sandbox.runtime import Sandbox, Wrapper
 
 MAX_RESTARTS = 3
 TAIL_BYTES = 4096
@@ -83,6 +91,9 @@ class ServerInfo(msgspec.Struct, frozen=True):
     """The exposed names (`mcp__SERVER__TOOL`)."""
     restarts: int = 0
     pid: int | None = None
+    where: str = ""
+    """Where its last run was started: "on the host", "in the sandbox (MODE)"; empty for
+    one not started and an HTTP server."""
 
 
 class CallHandle:
@@ -136,6 +147,7 @@ class Slot:
         """The server's own tool names, once it has listed them (cached ones until then)."""
         self.restarts = 0
         self.pid: int | None = None
+        self.where = ""
         self._manager = manager
         self._tail = bytearray()
         self._over: asyncio.Event | None = None
@@ -177,6 +189,7 @@ class Slot:
             tools=tuple(tool.name for tool in self.tools),
             restarts=self.restarts,
             pid=self.pid,
+            where=self.where,
         )
 
     # --- loop side -----------------------------------------------------------------------
@@ -197,6 +210,13 @@ class Slot:
             over = self._over if generation == self.generation else None
         if over is not None:
             over.set()
+
+    def placed(self, generation: int, where: str) -> None:
+        """(loop) Where the run is started (before the spawn: a spawn that fails says
+        where it was tried)."""
+        with self.cond:
+            if generation == self.generation:
+                self.where = where
 
     def spawned(self, generation: int, pid: int) -> None:
         """(loop)"""
@@ -281,9 +301,12 @@ class Slot:
 class McpManager:
     """The MCP servers of one session (a kernel.ports.ToolSource)."""
 
-    def __init__(self, selection: Selection, *, tap: Tap | None = None) -> None:
+    def __init__(
+        self, selection: Selection, *, tap: Tap | None = None, sandbox: Sandbox | None = None
+    ) -> None:
         self.selection = selection
         self.tap = tap
+        self.sandbox = sandbox
         self.loop = LoopThread(self._main, name="mcp-loop")
         self.closing = False
         self._lock = threading.Lock()
@@ -561,8 +584,9 @@ class McpManager:
             from codecoder.mcp.process import ChildProcess
 
             try:  # spawned first: the server starts while the SDK is imported
-                child = ChildProcess(slot.spec, asyncio.get_running_loop())
-            except (OSError, ValueError) as exc:
+                wrap = self._wrapper(slot, generation)
+                child = ChildProcess(slot.spec, asyncio.get_running_loop(), wrap)
+            except (OSError, ValueError, SandboxUnavailable) as exc:
                 self._switch.restore()
                 slot.failed(generation, _spawn_error(slot.spec, exc))
                 return
@@ -578,8 +602,25 @@ class McpManager:
             self._switch.restore()  # the heavy part, the SDK's import, is over
         await session.run(slot, generation, over, child)
 
+    def _wrapper(self, slot: Slot, generation: int) -> Wrapper | None:
+        """(loop) How this run of `slot`'s stdio server is confined (None: on the host),
+        told to the slot. Raises SandboxUnavailable when a sandbox asked for has stopped
+        working: such a server does not start rather than run unconfined."""
+        sandbox, spec = self.sandbox, slot.spec
+        if sandbox is not None and spec.confined:
+            workspace = Path(spec.workspace or self.selection.workspace)
+            cwd = Path(spec.working_dir() or workspace)
+            confinement = sandbox.confine_started(workspace, command=spec.describe(), cwd=cwd)
+            if confinement is not None:
+                slot.placed(generation, f"in the sandbox ({confinement.mode})")
+                return sandbox.wrapper(confinement, cwd)
+        slot.placed(generation, "on the host")
+        return None
+
 
 def _spawn_error(spec: ServerSpec, exc: BaseException) -> str:
+    if isinstance(exc, SandboxUnavailable):
+        return f"the sandbox cannot run: {exc}"
     if isinstance(exc, FileNotFoundError):
         where = f" in {spec.working_dir()}" if spec.cwd else ""
         missing = exc.filename if exc.filename != spec.working_dir() else "its cwd"

@@ -3,7 +3,11 @@ that the server starts while the SDK loads.
 
 It runs in a process group of its own (`start_new_session`) with a minimal environment:
 HOME, LOGNAME, PATH, SHELL, TERM, USER, LANG, TMPDIR of ours (never API keys), then the
-server's `env`. A waiter thread blocks in `wait()` for it and wakes the loop when it
+server's `env`. A server the session's sandbox confines runs under bwrap (`wrap`): the
+process we spawn, signal and wait for is bwrap (the server is in a session of its own
+inside), whose exit status is the server's; a signal that ends bwrap ends the server
+with it (`--die-with-parent`), so closing its stdin stays the server's notice to finish.
+A waiter thread blocks in `wait()` for it and wakes the loop when it
 exits, so nothing polls; it also reaps it at once, before the ProcessManager's orphan
 reaper could take its exit status.
 """
@@ -16,8 +20,12 @@ import os
 import signal
 import subprocess
 import threading
+from typing import TYPE_CHECKING
 
 from codecoder.mcp.config import ServerSpec
+
+if TYPE_CHECKING:
+    from codecoder.sandbox.runtime import Wrapper
 
 INHERITED = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "TMPDIR")
 
@@ -29,13 +37,17 @@ def environment(spec: ServerSpec) -> dict[str, str]:
 
 class ChildProcess:
     """The spawned server: its pid, its exit (an asyncio.Event set from the waiter
-    thread) and its status once it has exited."""
+    thread) and its status once it has exited. `wrap` turns its argv into the confined
+    one (None: it runs on the host)."""
 
-    def __init__(self, spec: ServerSpec, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self, spec: ServerSpec, loop: asyncio.AbstractEventLoop, wrap: Wrapper | None = None
+    ) -> None:
         if spec.command is None:
             raise ValueError("a stdio server needs a command")
+        argv = [spec.command, *spec.args]
         self.proc = subprocess.Popen(
-            [spec.command, *spec.args],
+            argv if wrap is None else wrap(argv),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -27,6 +27,10 @@ repository's config, which an earlier command, approved or confined, may have wr
 read-only and without the network, what such a program does is held (`reads_repository`
 in permissions/writes.py). `--sandbox off`, asked for, leaves it unconfined.
 
+A project's MCP server (`confine_started`) runs in `workspace-write` there
+too: it starts by itself at the session's start, with nobody asked, and runs a script of
+the workspace that an earlier confined command may have rewritten (issue 25).
+
 The network is on for every command with `network`, else for the commands `network_for`
 allows (`[sandbox] network_allow`, decided by the permission layer's parser); off for
 the rest.
@@ -154,7 +158,8 @@ class Sandbox:
         self, workspace: Path, *, command: str, cwd: Path | None = None
     ) -> Confinement | None:
         """How a process CodeCoder starts by itself to run what the workspace holds (a
-        hook: its `make -s test` runs the Makefile a command wrote) runs now: as a
+        hook: its `make -s test` runs the Makefile a command wrote; a project's MCP
+        server) runs now: as a
         command would where commands are confined; where they run unconfined by default
         (no `--sandbox`, an approval mode but `full-auto`), in `workspace-write` when
         bwrap works, since nobody is asked before it runs; None with `--sandbox off` or
