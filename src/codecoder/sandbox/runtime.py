@@ -27,9 +27,9 @@ repository's config, which an earlier command, approved or confined, may have wr
 read-only and without the network, what such a program does is held (`reads_repository`
 in permissions/writes.py). `--sandbox off`, asked for, leaves it unconfined.
 
-A project's MCP server (`confine_started`) runs in `workspace-write` there
-too: it starts by itself at the session's start, with nobody asked, and runs a script of
-the workspace that an earlier confined command may have rewritten (issue 25).
+A hook or a project's MCP server (`confine_started`) runs in `workspace-write` there too:
+it starts by itself, with nobody asked, and runs what the workspace holds (a Makefile, a
+script), which an earlier command may have written.
 
 The network is on for every command with `network`, else for the commands `network_for`
 allows (`[sandbox] network_allow`, decided by the permission layer's parser); off for
@@ -159,11 +159,11 @@ class Sandbox:
     ) -> Confinement | None:
         """How a process CodeCoder starts by itself to run what the workspace holds (a
         hook: its `make -s test` runs the Makefile a command wrote; a project's MCP
-        server) runs now: as a
-        command would where commands are confined; where they run unconfined by default
-        (no `--sandbox`, an approval mode but `full-auto`), in `workspace-write` when
-        bwrap works, since nobody is asked before it runs; None with `--sandbox off` or
-        without bwrap. Raises SandboxUnavailable as `confine` does."""
+        server) runs now: as a command would where commands are confined; where they
+        run unconfined by default (no `--sandbox`, an approval mode but `full-auto`), in
+        `workspace-write` when bwrap works, since nobody is asked before it runs; None
+        with `--sandbox off` or without bwrap. Raises SandboxUnavailable as `confine`
+        does."""
         if self.mode() != "off" or self.explicit == "off":
             return self.confine(workspace, command=command, cwd=cwd)
         if not self.probe().works:
