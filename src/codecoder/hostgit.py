@@ -108,13 +108,11 @@ def program(folder: Path) -> str | None:
     return host_program("git", (folder,) if top is None else (folder, top))
 
 
-def locate(folder: Path, *, timeout: float = 10.0) -> Repository | None:
-    """The repository that holds `folder`, or None (not in one, no git, too slow)."""
+def locate(folder: Path, git: str, *, timeout: float = 10.0) -> Repository | None:
+    """The repository that holds `folder`, found by `git` (`program`'s), or None (not in
+    one, git failed or was too slow)."""
     import subprocess
 
-    git = program(folder)
-    if git is None:
-        return None
     args = ["rev-parse", "--show-toplevel", "--absolute-git-dir"]
     args += ["--git-path", "objects", "--git-path", "index", "--git-path", "info/exclude"]
     try:
@@ -184,8 +182,8 @@ def changed_files(folder: Path, *, timeout: float) -> int | None:
     import subprocess
     import tempfile
 
-    repository = locate(folder, timeout=timeout)
     git = program(folder)
+    repository = locate(folder, git, timeout=timeout) if git is not None else None
     if repository is None or git is None:
         return None
     scratch = Path(tempfile.mkdtemp(prefix="codecoder-git-"))

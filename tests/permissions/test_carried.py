@@ -570,19 +570,19 @@ value is always the next word, xxd's and openssl's whole-word options). Judged i
 a write outside or into a protected entry asks."""
 
 
+def assert_decisions(policy: RulePolicy, asks: list[str], allowed: list[str]) -> None:
+    """Each line of `asks` asks and each of `allowed` is allowed, under `policy`."""
+    for line, verdict in [*((a, "ask") for a in asks), *((a, "allow") for a in allowed)]:
+        decision = policy.decide(*run(line))
+        assert decision.verdict == verdict, (line, decision.reason)
+
+
 @pytest.mark.parametrize("rule", list(ALLOW_CASES))
 def test_a_prefix_rule_authorises_the_program_not_what_it_carries(
     tmp_path: Path, rule: str
 ) -> None:
     write_user_rules({"allow": [rule, "edit(out.txt)"]})
-    policy = RulePolicy.load(tmp_path, "ask")
-    asks, allowed = ALLOW_CASES[rule]
-    for line in asks:
-        decision = policy.decide(*run(line))
-        assert decision.verdict == "ask", (line, decision.reason)
-    for line in allowed:
-        decision = policy.decide(*run(line))
-        assert decision.verdict == "allow", (line, decision.reason)
+    assert_decisions(RulePolicy.load(tmp_path, "ask"), *ALLOW_CASES[rule])
 
 
 @pytest.mark.parametrize("rule", list(OUTPUT_CASES))
@@ -591,14 +591,7 @@ def test_an_option_that_runs_or_writes_is_not_covered_by_a_prefix_rule(
 ) -> None:
     (tmp_path / ".git" / "hooks").mkdir(parents=True)
     write_user_rules({"allow": [rule, "run_command(ls)"]})
-    policy = RulePolicy.load(tmp_path, "auto-edit")
-    asks, allowed = OUTPUT_CASES[rule]
-    for line in asks:
-        decision = policy.decide(*run(line))
-        assert decision.verdict == "ask", (line, decision.reason)
-    for line in allowed:
-        decision = policy.decide(*run(line))
-        assert decision.verdict == "allow", (line, decision.reason)
+    assert_decisions(RulePolicy.load(tmp_path, "auto-edit"), *OUTPUT_CASES[rule])
 
 
 def test_a_sed_command_with_escapes_is_not_checked_as_written(tmp_path: Path) -> None:
