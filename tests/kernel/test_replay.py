@@ -4,6 +4,8 @@ the same history and the same events (kernel/journal.py)."""
 from __future__ import annotations
 
 import json
+import re
+import tracemalloc
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -21,6 +23,7 @@ from codecoder.kernel.events import (
     ConfirmRequest,
     Done,
     StatusUpdate,
+    Subagent,
     ToolFinished,
     ToolOutput,
     Usage,
@@ -28,6 +31,7 @@ from codecoder.kernel.events import (
 from codecoder.kernel.handle import AgentHandle
 from codecoder.kernel.journal import (
     OUTPUT_BUDGET,
+    OUTPUT_HOLD,
     Entry,
     LiveTools,
     Recorder,
@@ -341,6 +345,72 @@ def test_live_output_past_the_budget_is_kept_as_lengths(tmp_path: Path) -> None:
     assert isinstance(kept[-1], OutputRef) and not kept[-1].kept
     literal = sum(len(e.chunk) for e in kept if isinstance(e, ToolOutput))
     assert literal <= OUTPUT_BUDGET
+
+
+class Flood(TypedTool[EchoArgs]):
+    """Prints `times` chunks of 64 KiB, each a new string, then as many for a sub-agent's
+    call (a parent's `agent` tool passes its children's events on like this)."""
+
+    name = "flood"
+    description = "Flood."
+    risk: Risk = "read"
+    args_type = EchoArgs
+
+    def call(self, args: EchoArgs, ctx: ToolContext) -> ToolResult:
+        for i in range(args.times):
+            ctx.output(f"{i:08d}".ljust(65536, "x"))
+        for i in range(args.times):
+            ctx.emit(Subagent("child", ToolOutput("call_c", f"{i:08d}".ljust(65536, "y"))))
+        return tool_result(ctx.call_id, f"{0:08d}".ljust(65536, "x") + "…the end")
+
+
+NOT_RECORDED = re.compile(r"\[… ([\d,]+) characters in ([\d,]+) chunks not recorded …\]\n")
+
+
+def test_a_call_that_prints_200_mb_is_recorded_in_bounded_memory_and_replays(
+    tmp_path: Path, start_agent: Start_
+) -> None:
+    times = 1600  # 100 MB for the call, 100 MB for its sub-agent's
+    sink, history = MemorySink(), MemoryHistory()
+    replies = [[call("flood", text="", times=times)], ["done"]]
+    loop = AgentLoop(
+        ScriptedProvider.from_replies(replies),
+        [Flood()],
+        tmp_path,
+        history=history,
+        journal=Recorder(sink),
+    )
+    tracemalloc.start()
+    try:
+        handle = start_agent(loop)
+        handle.send("go")
+        live = [e for e in handle.turn(30) if not isinstance(e, ToolOutput | Subagent)]
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    handle.shutdown()
+    assert peak < 40_000_000  # it held all 200 MB: every event of the call until its end
+    assert sum(len(row) for row in sink.rows) < 4 * OUTPUT_HOLD
+    messages = {m.id: m for m in history.messages}
+    replayer, again, replayed = replay(sink.entries(), messages, tmp_path, start_agent)
+    assert _encoded(again.messages) == _encoded(history.messages)
+    assert replayer.differences == [] and replayer.finished
+    assert [e for e in replayed if not isinstance(e, ToolOutput | Subagent)] == live
+    ours = [e.chunk for e in replayed if isinstance(e, ToolOutput)]
+    theirs = [
+        e.event.chunk
+        for e in replayed
+        if isinstance(e, Subagent) and isinstance(e.event, ToolOutput)
+    ]
+    assert ours[0] == f"{0:08d}".ljust(65536, "x")  # by reference to the result
+    for chunks in (ours, theirs):
+        note = NOT_RECORDED.fullmatch(chunks[-1])
+        assert note is not None, chunks[-1][:100]
+        kept = chunks[:-1]
+        assert sum(map(len, kept)) <= OUTPUT_HOLD
+        assert sum(map(len, kept)) + int(note[1].replace(",", "")) == times * 65536
+        assert len(kept) + int(note[2].replace(",", "")) == times
+    assert theirs[:-1] == [f"{i:08d}".ljust(65536, "y") for i in range(len(theirs) - 1)]
 
 
 def test_entries_round_trip_and_large_rows_are_deflated() -> None:

@@ -43,6 +43,7 @@ from codecoder.kernel.events import (
     StatusUpdate,
     Steered,
     Subagent,
+    ToolOutput,
     Usage,
 )
 from codecoder.kernel.handle import AgentClosed
@@ -96,6 +97,8 @@ class LiveSession:
         self._turn_size = 0
         self._turn_complete = True
         """The buffer holds every frame of the running turn (not overflowed)."""
+        self._tail_of: str | None = None
+        """The call whose output tail is the buffer's last frame."""
         self._base = self._last_message_id()
         self._prompts: deque[tuple[Connection | None, Any]] = deque()
         """Who waits for each turn queued or running (None: a turn a steer made)."""
@@ -284,6 +287,9 @@ class LiveSession:
             self._extension("_codecoder/compacted", msgspec.to_builtins(event))
         elif isinstance(event, Steered):
             self._steered(event)
+        elif isinstance(event, ToolOutput):
+            for update in self._calls.updates(event):
+                self._send(self._frame(update), tail_of=event.id)
         else:
             for update in self._calls.updates(event):
                 self._emit(update)
@@ -322,6 +328,7 @@ class LiveSession:
             self._turn.clear()
             self._turn_size = 0
             self._turn_complete = True
+            self._tail_of = None
             self._base = self._last_message_id()
         for pending in stale:
             self._resolved(pending, None, "the turn ended")
@@ -437,15 +444,22 @@ class LiveSession:
             params["notice"] = notice
         self._extension("_codecoder/status", params)
 
-    def _send(self, frame: bytes) -> None:
+    def _send(self, frame: bytes, *, tail_of: str | None = None) -> None:
         with self._lock:
-            self._keep(frame)
+            self._keep(frame, tail_of)
             for conn in self._subscribers:
                 conn.send_bytes(frame)
 
-    def _keep(self, frame: bytes) -> None:
+    def _keep(self, frame: bytes, tail_of: str | None = None) -> None:
+        """Keep `frame` for clients that attach mid-turn. A frame of call `tail_of`'s
+        output tail replaces the one before it when nothing came between: the latest
+        tail is all a late client needs, and a command that printed 1 GB made 130 MB of
+        such frames (8 KiB tails, one per chunk)."""
         if not self._turn_complete:
             return
+        if tail_of is not None and tail_of == self._tail_of:
+            self._turn_size -= len(self._turn.pop())
+        self._tail_of = tail_of
         if self._turn_size + len(frame) > MAX_TURN_BUFFER:
             self._turn_complete = False
             self._turn.clear()

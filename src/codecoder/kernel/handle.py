@@ -14,6 +14,7 @@ from queue import Empty, SimpleQueue
 from typing import TYPE_CHECKING
 
 from codecoder.kernel.cancel import CancelToken
+from codecoder.kernel.channel import EventChannel
 from codecoder.kernel.commands import (
     AgentCommand,
     Cancel,
@@ -54,7 +55,7 @@ class AgentHandle:
     def __init__(
         self,
         commands: SimpleQueue[Envelope],
-        events: SimpleQueue[object],
+        events: EventChannel,
         thread: threading.Thread,
         *,
         on_shutdown: Callable[[], None],
@@ -170,8 +171,12 @@ class AgentHandle:
 
     def statistics(self) -> dict[str, int]:
         """`queued_events`: events the agent has put out that the client has not taken
-        yet (the backlog of a client that reads slower than the agent streams)."""
-        return {"queued_events": self._events.qsize()}
+        yet (the backlog of a client that reads slower than the agent streams), and
+        `output_in_flight`: the characters of live output among them."""
+        return {
+            "queued_events": self._events.qsize(),
+            "output_in_flight": self._events.statistics()["output_in_flight"],
+        }
 
     def next_event(self, timeout: float | None = None) -> AgentEvent | None:
         """The next event; None when the stream has ended. Raises TimeoutError."""

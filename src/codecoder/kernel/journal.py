@@ -32,6 +32,7 @@ import msgspec
 
 from codecoder.kernel import codec
 from codecoder.kernel.cancel import Cancelled, CancelToken
+from codecoder.kernel.channel import live_output
 from codecoder.kernel.events import (
     AgentEvent,
     AskUser,
@@ -87,6 +88,13 @@ CANCELLED = object()
 OUTPUT_BUDGET = 256 * 1024
 """Characters of one call's live output the record keeps when they are not in its result
 (the result is the history's); past it, only the chunks' lengths."""
+OUTPUT_HOLD = 1024 * 1024
+"""Characters of one call's live output a Recorder holds while the call runs: which of
+them its result holds is known only at the end. Past it, or past OUTPUT_HOLD_CHUNKS
+chunks, the rest is only counted (Unrecorded), so a command that prints 1 GB costs the
+recorder what one that prints 1 MB does."""
+OUTPUT_HOLD_CHUNKS = 16 * 1024
+"""Chunks held at most (a line-at-a-time printer's chunks cost more than their text)."""
 
 # --- entries ---------------------------------------------------------------------------
 
@@ -224,7 +232,26 @@ class OutputRef(_Entry, frozen=True, tag="output_ref"):
     kept: bool = True
 
 
-Emitted = AgentEvent | OutputRef
+class Unrecorded(_Entry, frozen=True, tag="unrecorded"):
+    """A run of `chunks` ToolOutput events of call `id`, `chars` characters in all, past
+    OUTPUT_HOLD: neither their text nor their lengths are kept. `agents`: the sub-agents
+    whose call printed them, outermost first. A replay emits one event in their place
+    (`replayed`), and the recorder digests that event, not the run."""
+
+    id: str
+    chunks: int
+    chars: int
+    agents: tuple[str, ...] = ()
+
+    def replayed(self) -> AgentEvent:
+        note = f"[… {self.chars:,} characters in {self.chunks:,} chunks not recorded …]\n"
+        event: AgentEvent = ToolOutput(self.id, note)
+        for agent in reversed(self.agents):
+            event = Subagent(agent, event)
+        return event
+
+
+Emitted = AgentEvent | OutputRef | Unrecorded
 
 
 class ToolRan(_Entry, frozen=True, tag="tool"):
@@ -459,8 +486,10 @@ class EventDigest:
     running CRC-32 (a check against change, not against an adversary; 2 us an event where
     BLAKE2 took 4), and a 16-bit mark per event that is not a token."""
 
-    def __init__(self, stored: Callable[[ToolResult], ToolResult]) -> None:
+    def __init__(self, stored: Callable[[ToolResult], ToolResult], *, keep: bool = False) -> None:
         self._stored = stored
+        self._keep = keep
+        """Keep `events` (a replay names the first that differs; a recorder never looks)."""
         self.reset()
 
     def reset(self) -> None:
@@ -476,7 +505,8 @@ class EventDigest:
         self.count += 1
         if not isinstance(event, NewToken | NewReasoning):
             self._marks += (zlib.crc32(body) & 0xFFFF).to_bytes(2, "little")
-            self.events.append(event)
+            if self._keep:
+                self.events.append(event)
 
     def end(self, turn: int, reason: DoneReason) -> End:
         import base64
@@ -534,11 +564,52 @@ def describe(event: AgentEvent) -> str:
 
 
 class _ToolRecording:
-    __slots__ = ("call", "events")
+    """The events one call emitted, its output held up to OUTPUT_HOLD and then counted
+    into Unrecorded runs as it arrives: what the recorder keeps of a call stays bounded
+    however much it prints."""
+
+    __slots__ = ("call", "chunks", "events", "full", "held", "run")
 
     def __init__(self, call: ToolCall) -> None:
         self.call = call
-        self.events: list[AgentEvent] = []
+        self.events: list[Emitted] = []
+        self.held = 0
+        self.chunks = 0
+        self.full = False
+        self.run: Unrecorded | None = None
+
+    def take(self, event: AgentEvent) -> list[AgentEvent]:
+        """Keep `event`; return what the digest sees for it: nothing while it joins a run
+        of unrecorded output, the run's replayed event first when it ends one."""
+        output = live_output(event)
+        if output is not None:
+            agents, chunk = output
+            self.full = self.full or (
+                self.held + len(chunk.chunk) > OUTPUT_HOLD or self.chunks >= OUTPUT_HOLD_CHUNKS
+            )
+            if self.full:
+                run = self.run
+                if run is not None and (run.id, run.agents) == (chunk.id, agents):
+                    self.run = Unrecorded(
+                        chunk.id, run.chunks + 1, run.chars + len(chunk.chunk), agents
+                    )
+                    return []
+                ended = self.end_run()
+                self.run = Unrecorded(chunk.id, 1, len(chunk.chunk), agents)
+                return ended
+            self.held += len(chunk.chunk)
+            self.chunks += 1
+        ended = self.end_run()
+        self.events.append(event)
+        return [*ended, event]
+
+    def end_run(self) -> list[AgentEvent]:
+        """Close the run being counted: its entry kept, its replayed event to digest."""
+        run, self.run = self.run, None
+        if run is None:
+            return []
+        self.events.append(run)
+        return [run.replayed()]
 
 
 class Recorder(Journal):
@@ -690,6 +761,8 @@ class Recorder(Journal):
         finally:
             with self._lock:
                 self._tool = None
+                for event in recording.end_run():
+                    self._digest.add(event)
             text = self._stored(result).text if result is not None else ""
             events = _output_refs(recording.events, call.id, text)
             self._pending.append(ToolRan(call.id, result_id, events, error, crashed))
@@ -729,9 +802,11 @@ class Recorder(Journal):
 
     def emitted(self, event: AgentEvent) -> None:
         with self._lock:
-            self._digest.add(event)
-            if self._tool is not None:
-                self._tool.events.append(event)
+            if self._tool is None:
+                self._digest.add(event)
+                return
+            for kept in self._tool.take(event):
+                self._digest.add(kept)
 
     def committing(self) -> None:
         if self._pending:
@@ -769,7 +844,7 @@ class _RecordedSource:
         return notices
 
 
-def _output_refs(events: list[AgentEvent], call_id: str, text: str) -> list[Emitted]:
+def _output_refs(events: Sequence[Emitted], call_id: str, text: str) -> list[Emitted]:
     """The events a tool emitted, its live output by reference to its result where the
     result holds it (a command's output usually does, up to the status line)."""
     kept: list[Emitted] = []
@@ -844,7 +919,7 @@ class Replayer(Journal):
         self._at = 0
         self._messages = messages
         self._live = live
-        self._digest = EventDigest(lambda r: r)  # results come from the store already
+        self._digest = EventDigest(lambda r: r, keep=True)  # results: the store's already
         self.differences: list[str] = []
         """One line per turn whose events differ from the record's."""
         self.mismatch = ""
@@ -1077,6 +1152,8 @@ def _resolve_outputs(events: list[Emitted], call_id: str, text: str) -> Iterator
             else:
                 chunk = "\ufffd" * event.n
             yield ToolOutput(call_id, chunk)
+        elif isinstance(event, Unrecorded):
+            yield event.replayed()
         else:
             yield event
 

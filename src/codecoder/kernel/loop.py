@@ -9,6 +9,7 @@ the loop wherever it waits (the stream queue, a reply oneshot, a running command
 
 from __future__ import annotations
 
+import functools
 import threading
 import traceback
 from collections.abc import Iterable, Sequence
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from codecoder.kernel.cancel import Cancelled, CancelToken
+from codecoder.kernel.channel import EventChannel
 from codecoder.kernel.commands import Compact, ProcessMessage, Shutdown
 from codecoder.kernel.events import (
     AgentEvent,
@@ -152,7 +154,7 @@ class AgentLoop:
         self.turn = first_turn
         self.name = name
         self._commands: SimpleQueue[Envelope] = SimpleQueue()
-        self._events: SimpleQueue[object] = SimpleQueue()
+        self._events = EventChannel()
         self._closing = threading.Event()
         self._readers: list[threading.Thread] = []
         self._thread = threading.Thread(target=self._run, name=f"{name}-loop", daemon=True)
@@ -228,6 +230,11 @@ class AgentLoop:
             self._events.put(event)
         else:
             self._tracer.line("event", self.name, self.turn, event, self._events.put)
+
+    def _tool_emit(self, token: CancelToken, event: AgentEvent) -> None:
+        """A running tool's events: its live output waits while the client lags."""
+        self._events.wait_room(event, token)
+        self._emit(event)
 
     def _status(self, state: AgentState, detail: str = "") -> None:
         self._state = state
@@ -567,7 +574,7 @@ class AgentLoop:
                 call_id=call.id,
                 cancel=token,
                 workspace=self.workspace,
-                emit=self._emit,
+                emit=functools.partial(self._tool_emit, token),
                 replied=self._trace_reply if self._tracer is not None else None,
             )
             result = self._journal.run_tool(tool, call, ctx, self._next_id)
