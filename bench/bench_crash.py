@@ -17,7 +17,9 @@ opened in this process. Per session, what the client saw is compared with the st
   failed) has its result stored, and not as `cancelled`;
 - **streamed**: the answer streaming at the kill (agent_message_chunk text of the round
   seen so far, 32 characters or more) is stored as an interrupted assistant message; its
-  kept text is reported as a share of what the client saw.
+  kept text is reported as a share of what the client saw. A stream that began less
+  than 0.5 s before the kill (`streams_young`) may not have been drafted yet (the loop
+  drafts at most every 250 ms) and is counted apart.
 
 The store must also pass `PRAGMA integrity_check` and every session must resume
 (SessionLog.resume: repaired, valid for a provider). Run it with `--src` on another
@@ -58,6 +60,9 @@ def script(turns: int) -> dict[str, Any]:
 
 
 TOKEN_DELAY = 0.002
+YOUNG = 0.5
+"""A stream the client saw begin less than this long before the kill may have no draft
+yet (the loop drafts every 250 ms): counted apart."""
 
 
 class Driver:
@@ -77,6 +82,7 @@ class Driver:
         self.sent: list[str] = []
         self.finished: dict[str, str] = {}  # tool call id → status seen
         self.streaming = ""  # the current round's agent text
+        self.stream_began = 0.0  # when its first chunk came
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def _prompt(self) -> None:
@@ -110,6 +116,8 @@ class Driver:
             update = params.get("update", {}) if method == "session/update" else {}
             kind = update.get("sessionUpdate")
             if kind == "agent_message_chunk":
+                if not self.streaming:
+                    self.stream_began = time.monotonic()
                 self.streaming += update["content"]["text"]
             elif kind == "tool_call":
                 self.streaming = ""
@@ -155,6 +163,7 @@ def one_run(args: argparse.Namespace, rng: random.Random, root: Path) -> dict[st
             time.sleep(0.01)
         time.sleep(rng.uniform(0, 1))
         proc.send_signal(signal.SIGKILL)
+        killed_at = time.monotonic()
         proc.wait()
         done = sum(d.turns_done for d in drivers)
         for driver in drivers:
@@ -167,19 +176,18 @@ def one_run(args: argparse.Namespace, rng: random.Random, root: Path) -> dict[st
         proc.stderr.close()
         for driver in drivers:
             driver.client.close()
-    return {"turns": done, **check(drivers, root / "xdg_data_home")}
+    return {"turns": done, **check(drivers, root / "xdg_data_home", killed_at)}
 
 
-def check(drivers: list[Driver], data: Path) -> dict[str, Any]:
+def check(drivers: list[Driver], data: Path, killed_at: float) -> dict[str, Any]:
     from codecoder.kernel.messages import ToolResult
     from codecoder.sessions import SessionLog, SessionStore
 
     path = data / "codecoder" / "sessions.sqlite3"
     with contextlib.closing(sqlite3.connect(path)) as conn:
         (integrity,) = conn.execute("PRAGMA integrity_check").fetchone()
-    counts = dict.fromkeys(
-        ("prompts", "prompts_lost", "results", "results_lost", "streams", "streams_lost"), 0
-    )
+    names = ("prompts", "prompts_lost", "results", "results_lost", "streams", "streams_lost")
+    counts: dict[str, int] = dict.fromkeys((*names, "streams_young", "young_lost"), 0)
     shares: list[float] = []
     store = SessionStore(path)
     try:
@@ -200,12 +208,13 @@ def check(drivers: list[Driver], data: Path) -> dict[str, Any]:
             )
             seen = driver.streaming
             if len(seen) >= 32:
-                counts["streams"] += 1
+                young = killed_at - driver.stream_began < YOUNG
+                counts["streams_young" if young else "streams"] += 1
                 last = messages[-1] if messages else None
                 kept = last.text if last is not None and last.role == "assistant" else ""
                 if not kept or not (seen.startswith(kept) or kept.startswith(seen)):
-                    counts["streams_lost"] += 1
-                else:
+                    counts["young_lost" if young else "streams_lost"] += 1
+                elif not young:
                     shares.append(min(1.0, len(kept) / len(seen)))
             SessionLog(store, driver.session).resume()
     finally:
