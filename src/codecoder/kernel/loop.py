@@ -86,9 +86,8 @@ DEFAULT_SYSTEM_PROMPT = "You are CodeCoder, a coding agent. Use the tools to do 
 _COALESCE = 512
 
 DRAFT_EVERY = 0.25
-"""Seconds between two drafts of a streaming reply (DraftSink): a crash loses at most
-this much of the stream; 4 writes a second per streaming session is little for SQLite
-in WAL mode, and the check costs one clock read per burst of tokens."""
+"""Seconds between drafts of a streaming reply (DraftSink), what a crash loses of it at
+most: 4 writes a second per streaming session, one clock read per burst of tokens."""
 _NEVER = float("inf")
 
 
