@@ -5,7 +5,9 @@
 - cancel → Done{cancelled} latency (p50/p99/max over N trials) during a token flood, a
   silent stream and a running command that honours SIGTERM;
 - kernel cost per tool round (scripted provider, trivial tool);
-- event throughput: streamed tokens delivered to a consumer that drains the channel.
+- event throughput: streamed tokens delivered to a consumer that drains the channel,
+  without a history and with the session store as history (the reply drafted as it
+  streams, kernel.loop.DRAFT_EVERY).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from codecoder.kernel.loop import AgentLoop
 from codecoder.kernel.messages import ToolResult, tool_result
 from codecoder.kernel.ports import Risk, Tool, ToolContext
 from codecoder.providers.scripted import ScriptedProvider
+from codecoder.sessions import SessionLog, SessionStore
 from codecoder.tools.base import TypedTool
 from codecoder.tools.process import ProcessManager
 from codecoder.tools.shell import RunCommand
@@ -110,9 +113,15 @@ def bench_rounds(rounds: int, workspace: Path) -> float:
     return elapsed * 1000 / rounds
 
 
-def bench_throughput(tokens: int, workspace: Path) -> tuple[float, int]:
-    """Streamed tokens per second delivered through the loop to a draining consumer."""
-    loop = AgentLoop(ScriptedProvider.from_replies([["t " * tokens]]), [], workspace)
+def bench_throughput(tokens: int, workspace: Path, *, store: bool = False) -> tuple[float, int]:
+    """Streamed tokens per second delivered through the loop to a draining consumer;
+    `store`: with the session store as its history (the reply drafted as it streams)."""
+    history = None
+    if store:
+        opened = SessionStore(workspace / "sessions.sqlite3")
+        history = SessionLog(opened, opened.create(workspace, "bench"))
+    provider = ScriptedProvider.from_replies([["t " * tokens]])
+    loop = AgentLoop(provider, [], workspace, history=history)
     handle = loop.start()
     started = time.perf_counter()
     handle.send("go")
@@ -127,6 +136,8 @@ def bench_throughput(tokens: int, workspace: Path) -> tuple[float, int]:
             break
     elapsed = time.perf_counter() - started
     handle.shutdown()
+    if history is not None:
+        history.store.close()
     assert received == tokens, (received, tokens)
     return tokens / elapsed, events
 
@@ -171,6 +182,8 @@ def main() -> None:
         print(
             f"event throughput: {rate:,.0f} tokens/s ({options.tokens:,} tokens, {events:,} events)"
         )
+        rate, events = bench_throughput(options.tokens, workspace, store=True)
+        print(f"  with the session store as history: {rate:,.0f} tokens/s ({events:,} events)")
         raw = bench_channel(options.tokens)
         print(f"raw event channel, one event per token: {raw:,.0f} events/s")
 

@@ -7,10 +7,13 @@ outbound buffer (rpc.Connection), which never blocks: the agent thread never wai
 a client, and a client that falls too far behind is dropped and may reattach.
 
 Prompts from any client go to the agent in order (a prompt sent during a turn runs after
-it), and each gets its answer when its turn's Done arrives. A question (ConfirmRequest,
-AskUser) goes to every client; the first answer wins and the others are told it was
-answered. With no client attached a question waits `answer_timeout` seconds for one and
-is then denied, so a client killed mid-question never wedges the session.
+it), and each gets its answer when its turn's Done arrives. The other clients see a
+prompt with its turn's first event: the agent commits the prompt before it emits
+anything of the turn, so no client is shown a prompt that a crash could lose. A
+question (ConfirmRequest, AskUser) goes to every client; the first answer wins and the
+others are told it was answered. With no client attached a question waits
+`answer_timeout` seconds for one and is then denied, so a client killed mid-question
+never wedges the session.
 
 A client that attaches is first sent the session so far: the stored messages up to the
 last finished turn (from the session store), then the frames of the running turn, then
@@ -102,6 +105,10 @@ class LiveSession:
         self._base = self._last_message_id()
         self._prompts: deque[tuple[Connection | None, Any]] = deque()
         """Who waits for each turn queued or running (None: a turn a steer made)."""
+        self._echoes: dict[tuple[Connection | None, Any], bytes] = {}
+        """The user_message_chunk of each turn in `_prompts` not yet started."""
+        self._started = False
+        """The running turn has emitted an event (its prompt is committed)."""
         self._questions: dict[str, _Pending] = {}
         self._error: str | None = None
         self._timer: threading.Timer | None = None
@@ -157,10 +164,7 @@ class LiveSession:
         frame = self._frame({"sessionUpdate": "user_message_chunk", "content": _text(text)})
         with self._lock:
             self._prompts.append((conn, request_id))
-            self._keep(frame)
-            for other in self._subscribers:
-                if other is not conn:
-                    other.send_bytes(frame)
+            self._echoes[(conn, request_id)] = frame
         try:
             if self.setup.log is not None:
                 self.setup.log.begin_turn()
@@ -169,6 +173,7 @@ class LiveSession:
             with self._lock:
                 if (conn, request_id) in self._prompts:
                     self._prompts.remove((conn, request_id))
+                self._echoes.pop((conn, request_id), None)
             raise RpcError(SERVER_ERROR, "the session has ended") from exc
 
     def steer(self, conn: Connection, text: str) -> bool:
@@ -180,10 +185,7 @@ class LiveSession:
             running = bool(self._prompts)
             if not running:
                 self._prompts.append((None, None))  # its Done answers nobody
-                self._keep(frame)
-                for other in self._subscribers:
-                    if other is not conn:
-                        other.send_bytes(frame)
+                self._echoes[(None, None)] = frame
             try:
                 if running:
                     self.handle.steer(text)
@@ -194,6 +196,7 @@ class LiveSession:
             except AgentClosed as exc:
                 if not running and (None, None) in self._prompts:
                     self._prompts.remove((None, None))
+                    self._echoes.pop((None, None), None)
                 raise RpcError(SERVER_ERROR, "the session has ended") from exc
         return running
 
@@ -268,6 +271,8 @@ class LiveSession:
         return NewToken("".join(parts)), None
 
     def _on_event(self, event: AgentEvent) -> None:
+        if not self._started:
+            self._turn_started()
         if isinstance(event, ConfirmRequest | AskUser):
             self._question(event)
         elif isinstance(event, Subagent):
@@ -293,6 +298,22 @@ class LiveSession:
         else:
             for update in self._calls.updates(event):
                 self._emit(update)
+
+    def _turn_started(self) -> None:
+        """The first event of a turn: its prompt is committed, so the other clients may
+        see it now (the one who sent it knows it)."""
+        with self._lock:
+            self._started = True
+            if not self._prompts:
+                return
+            sender, request_id = self._prompts[0]
+            frame = self._echoes.pop((sender, request_id), None)
+            if frame is None:
+                return
+            self._keep(frame)
+            for other in self._subscribers:
+                if other is not sender:
+                    other.send_bytes(frame)
 
     def _steered(self, event: Steered) -> None:
         """What became of a steer (or a hook's text): every client is told (the terminal
@@ -321,6 +342,7 @@ class LiveSession:
     def _done(self, event: Done) -> None:
         with self._lock:
             head = self._prompts.popleft() if self._prompts else None
+            self._started = False
             error, self._error = self._error, None
             stale = list(self._questions.values())
             self._questions.clear()

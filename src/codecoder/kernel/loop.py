@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import time
 import traceback
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -56,6 +57,7 @@ from codecoder.kernel.ports import (
     CompactedView,
     CompactionSink,
     Compactor,
+    DraftSink,
     HistorySink,
     PermissionPolicy,
     PromptGate,
@@ -84,6 +86,11 @@ if TYPE_CHECKING:
 DEFAULT_SYSTEM_PROMPT = "You are CodeCoder, a coding agent. Use the tools to do the task."
 
 _COALESCE = 512
+
+DRAFT_EVERY = 0.25
+"""Seconds between drafts of a streaming reply (DraftSink), what a crash loses of it at
+most: 4 writes a second per streaming session, one clock read per burst of tokens."""
+_NEVER = float("inf")
 
 
 class StaticPrompt:
@@ -134,6 +141,7 @@ class AgentLoop:
         self.workspace = workspace
         self._policy = policy
         self._history = history
+        self._drafts = history if isinstance(history, DraftSink) else None
         self._prompt = prompt or StaticPrompt(DEFAULT_SYSTEM_PROMPT)
         self.max_rounds = max_rounds
         self._tracer = tracer
@@ -476,6 +484,7 @@ class AgentLoop:
         journal = self._journal
         records = journal.records
         tracer = self._tracer
+        due = time.monotonic() + DRAFT_EVERY if self._drafts is not None else _NEVER
         pending: object = None
         while True:
             item = pending if pending is not None else stream.get()
@@ -513,6 +522,17 @@ class AgentLoop:
                 raise item
             else:
                 self._fold(item, builder, calls)  # type: ignore[arg-type]
+            due = self._draft(builder, due)
+
+    def _draft(self, builder: ReplyBuilder, due: float) -> float:
+        """Hand the reply so far to the DraftSink once `due` has passed; the next due."""
+        now = time.monotonic()
+        if now < due or self._drafts is None:
+            return due
+        draft = builder.draft(self._next_id)
+        if draft is not None:
+            self._drafts.draft(draft)
+        return now + DRAFT_EVERY
 
     def _fold(self, event: StreamEvent, builder: ReplyBuilder, calls: list[ToolCall]) -> None:
         if isinstance(event, ReasoningDelta):
@@ -538,25 +558,30 @@ class AgentLoop:
     # --- tools -----------------------------------------------------------------------
 
     def _run_tools(self, calls: list[ToolCall], token: CancelToken) -> None:
-        """Run calls one after another; every call gets ToolStarted, ToolFinished and a
-        committed result, even when the turn was cancelled before it ran."""
+        """Run calls one after another; every call gets ToolStarted, a committed result
+        and then ToolFinished, even when the turn was cancelled before it ran."""
         for call in calls:
             self._emit(ToolStarted(id=call.id, name=call.name, args=call.args))
             if self._journal.cancelled(token):
                 finished = ToolFinished(call.id, call.name, result=_cancelled(call))
             else:
                 finished = self._execute(call, token)
-            self._emit(finished)
-            self._commit(Message(id=0, role="tool", items=(_result_for_model(finished),)))
+            self._finish(finished)
 
     def _abandon(self, calls: list[ToolCall]) -> None:
         """Calls of a reply cut short (cancel, broken stream) never run, but each still
         gets its ToolStarted, ToolFinished and a cancelled result (invariants 2 and 3)."""
         for call in calls:
             self._emit(ToolStarted(id=call.id, name=call.name, args=call.args))
-            finished = ToolFinished(call.id, call.name, result=_cancelled(call))
-            self._emit(finished)
+            self._finish(ToolFinished(call.id, call.name, result=_cancelled(call)))
+
+    def _finish(self, finished: ToolFinished) -> None:
+        """Commit the result, then announce it: a client that saw a call finish finds
+        its result in the store after a crash (a resume would call it cancelled)."""
+        try:
             self._commit(Message(id=0, role="tool", items=(_result_for_model(finished),)))
+        finally:  # a store that failed ends the turn, but the call still finishes
+            self._emit(finished)
 
     def _execute(self, call: ToolCall, token: CancelToken) -> ToolFinished:
         tool = self._tools.get(call.name)

@@ -231,6 +231,17 @@ class HistorySink(Protocol):
 
 
 @runtime_checkable
+class DraftSink(Protocol):
+    """A history sink that keeps the reply being streamed, so that a crash, which runs no
+    cleanup, still leaves it as an interrupted message (invariant 6: what a crash loses
+    is at most the message being streamed, and of that only its last moments). `draft`
+    is called at most every DRAFT_EVERY seconds while a reply streams, each time with the
+    whole reply so far under the id it will be appended with; that `append` replaces it."""
+
+    def draft(self, message: Message) -> None: ...
+
+
+@runtime_checkable
 class PromptSource(Protocol):
     """The system prompt for the next request (assembled fresh or cached by the source)."""
 

@@ -69,6 +69,21 @@ class ReplyBuilder:
         status = "interrupted" if interrupted else "complete"
         return Message(id=message_id, role="assistant", items=tuple(self._items), status=status)
 
+    def draft(self, message_id: int) -> Message | None:
+        """The message so far as a crash would leave it (interrupted), without closing the
+        open text or reasoning: the reply goes on as if never looked at. The open run is
+        joined in place, so drafting a long reply again and again copies it once."""
+        items = list(self._items)
+        if self._text:
+            self._text = ["".join(self._text)]
+            items.append(Text(self._text[0]))
+        elif self._reasoning:
+            self._reasoning = ["".join(self._reasoning)]
+            items.append(Reasoning(text=self._reasoning[0]))
+        if not items:
+            return None
+        return Message(id=message_id, role="assistant", items=tuple(items), status="interrupted")
+
     def _flush(self) -> None:
         self._flush_text()
         if self._reasoning is not None:

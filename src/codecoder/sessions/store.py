@@ -13,6 +13,9 @@ How it uses SQLite, and why:
   thread gets its own connection from a `threading.local`, opened on first use and closed
   with the thread or by `close()`.
 - Reads are single statements or short explicit transactions; no cursor stays open.
+- A reply still streaming is kept as a `draft` row under the id its message will take
+  (rewritten at most every 250 ms by the loop, replaced by that message's append), so a
+  SIGKILL mid-stream leaves it as an interrupted message instead of nothing.
 - Checkpoints are off the append path: connections run with `wal_autocheckpoint=0`, and a
   checkpoint thread of the store runs a PASSIVE checkpoint every `checkpoint_every`
   commits (the last connection to close checkpoints too, as SQLite always does).
@@ -202,33 +205,87 @@ class SessionStore:
 
     # --- writing one session ---------------------------------------------------------
 
-    def append(self, session_id: str, message: Message, record: bytes | None = None) -> None:
+    def append(
+        self,
+        session_id: str,
+        message: Message,
+        record: bytes | None = None,
+        *,
+        replaces_draft: bool = False,
+    ) -> None:
         """Commit one message in its own transaction, with the `record` entries that
         precede it (kernel/journal.py) in its row. Its id must be above every id the
-        session holds; a ToolResult longer than the cap is stored cut in the middle."""
+        session holds but a draft's it `replaces_draft` (see `draft`); a ToolResult
+        longer than the cap is stored cut in the middle."""
         body = encode(cap_message(message))
-        tokens = (len(body) + BYTES_PER_TOKEN - 1) // BYTES_PER_TOKEN
         now = time.time()
         with self._write() as conn:
-            row = conn.execute(
-                "UPDATE sessions SET updated_at = ?, message_count = message_count + 1,"
-                " title = coalesce(title, ?) WHERE id = ?"
-                " RETURNING (SELECT max(seq) FROM messages WHERE session_id = ?)",
-                (now, title_of(message), session_id, session_id),
-            ).fetchone()
-            if row is None:
-                raise UnknownSession(f"no session {session_id!r}")
-            if row[0] is not None and message.id <= row[0]:
-                raise SessionError(
-                    f"message id {message.id} is not above the last id {row[0]} of session "
-                    f"{session_id[:8]}"
-                )
-            conn.execute(
-                "INSERT INTO messages"
-                " (session_id, seq, role, status, body, tokens, created_at, record)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (session_id, message.id, message.role, message.status, body, tokens, now, record),
+            replaced = 0
+            if replaces_draft:
+                replaced = conn.execute(
+                    "DELETE FROM messages WHERE session_id = ? AND seq = ? AND status = 'draft'",
+                    (session_id, message.id),
+                ).rowcount
+            self._insert(conn, session_id, message, body, now, replaced=replaced, record=record)
+
+    def draft(self, session_id: str, message: Message) -> None:
+        """Keep a reply still streaming, so that a crash leaves it as an interrupted
+        message: the row of `message.id` is written with status `draft` (the body says
+        interrupted) and rewritten by the next draft; the `append` of that id replaces
+        it. A draft a crash left behind is an interrupted message like any other."""
+        body = encode(cap_message(message))
+        now = time.time()
+        with self._write() as conn:
+            rewritten = conn.execute(
+                "UPDATE messages SET body = ?, tokens = ?, created_at = ?"
+                " WHERE session_id = ? AND seq = ? AND status = 'draft'",
+                (body, _tokens(body), now, session_id, message.id),
+            ).rowcount
+            if not rewritten:
+                self._insert(conn, session_id, message, body, now, status="draft")
+
+    @staticmethod
+    def _insert(
+        conn: sqlite3.Connection,
+        session_id: str,
+        message: Message,
+        body: bytes,
+        now: float,
+        *,
+        replaced: int = 0,
+        status: str | None = None,
+        record: bytes | None = None,
+    ) -> None:
+        """The row of a message whose id must be above the session's last (a row it
+        `replaced` is already gone and not counted twice)."""
+        row = conn.execute(
+            "UPDATE sessions SET updated_at = ?, message_count = message_count + ?,"
+            " title = coalesce(title, ?) WHERE id = ?"
+            " RETURNING (SELECT max(seq) FROM messages WHERE session_id = ?)",
+            (now, 1 - replaced, title_of(message), session_id, session_id),
+        ).fetchone()
+        if row is None:
+            raise UnknownSession(f"no session {session_id!r}")
+        if row[0] is not None and message.id <= row[0]:
+            raise SessionError(
+                f"message id {message.id} is not above the last id {row[0]} of session "
+                f"{session_id[:8]}"
             )
+        conn.execute(
+            "INSERT INTO messages"
+            " (session_id, seq, role, status, body, tokens, created_at, record)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                session_id,
+                message.id,
+                message.role,
+                status or message.status,
+                body,
+                _tokens(body),
+                now,
+                record,
+            ),
+        )
 
     def add_record(self, session_id: str, body: bytes) -> None:
         """Entries of a session's record that no message follows yet (a turn's end)."""
@@ -631,18 +688,26 @@ class SessionLog:
     RecordSink of its Recorder.
 
     `append` commits before it returns, so the loop calling it for each completed message
-    before the next provider request keeps invariant 6. Record rows wait for the message
-    they precede and go into its transaction, so recording adds no commit per message.
+    before the next provider request keeps invariant 6; `draft` keeps the reply being
+    streamed (kernel.ports.DraftSink). Record rows wait for the message they precede and
+    go into its transaction, so recording adds no commit per message.
     """
 
     def __init__(self, store: SessionStore, session_id: str) -> None:
         self.store = store
         self.session_id = session_id
         self._staged: bytes | None = None
+        self._drafted: int | None = None
 
     def append(self, message: Message) -> None:
-        self.store.append(self.session_id, message, self._staged)
+        replaces = message.id == self._drafted
+        self.store.append(self.session_id, message, self._staged, replaces_draft=replaces)
         self._staged = None
+        self._drafted = None
+
+    def draft(self, message: Message) -> None:
+        self.store.draft(self.session_id, message)
+        self._drafted = message.id
 
     def record(self, body: bytes, *, now: bool) -> None:
         if self._staged is not None:  # a failed append left it: keep both, in order
@@ -759,6 +824,10 @@ def _why(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror[:1].lower() + exc.strerror[1:]
     return str(exc)
+
+
+def _tokens(body: bytes) -> int:
+    return (len(body) + BYTES_PER_TOKEN - 1) // BYTES_PER_TOKEN
 
 
 def _new_id() -> str:
