@@ -49,6 +49,7 @@ from codecoder.kernel.events import (
     ToolStarted,
     Usage,
 )
+from codecoder.terminal_text import visible
 
 if TYPE_CHECKING:
     from prompt_toolkit.buffer import Buffer
@@ -745,9 +746,7 @@ class Client:
 
 
 def safe_text(text: str) -> str:
-    from codecoder.cli.tui.text import safe
-
-    out = safe(text)
+    out = visible(text)
     return out if out.endswith("\n") else out + "\n"
 
 
