@@ -216,7 +216,8 @@ class Client:
         if shown.startswith(home + os.sep):
             shown = "~" + shown[len(home) :]
         self.view.line(f"CodeCoder {__version__} · session {backend.session_id[:8]}{where}", "bold")
-        self.view.line(f"model {backend.model} · approval {backend.mode} · {shown}", "dim")
+        said = safe_line(f"model {backend.model} · approval {backend.mode} · {shown}")
+        self.view.line(said, "dim")
         self.view.line("/help lists commands and keys · Ctrl+C stops a turn · Ctrl+D leaves", "dim")
 
     def _window(self, backend: Backend) -> None:
@@ -487,7 +488,7 @@ class Client:
             backend.handle.send(full)
         except Exception as exc:
             self.busy = ""
-            self.view.line(f"could not send: {exc}", "red")
+            self.view.line(f"could not send: {safe_line(str(exc))}", "red")
         self._flush()
 
     def _next(self) -> None:

@@ -379,7 +379,7 @@ class View:
     def _diff_after(self, call_id: str, diff: Diff) -> None:
         if call_id in self.diffs_shown:  # shown at the question: only the count now
             self.diffs_shown.discard(call_id)
-            self.line(f"  {diff.path}: +{diff.added} -{diff.removed}", "dim")
+            self.line(f"  {safe_line(diff.path)}: +{diff.added} -{diff.removed}", "dim")
             return
         self.diff_lines(diff, limit=SHOWN_LINES)
 
