@@ -24,6 +24,9 @@ What is shown, and why:
 Tab and newline stay where a face shows several lines; in a one-line field (a task id,
 a tool's arguments, a table cell) a newline would forge a line of the face's own, so
 there every control is shown.
+
+JSON lines (`exec --json`) go to terminals too; `json_escaped` writes the same
+characters as JSON's `\\u` escapes there, which leaves every value as it was.
 """
 
 from __future__ import annotations
@@ -37,6 +40,9 @@ _SHOWN = (
     | {chr(c): f"<U+{c:04X}>" for c in range(0x2066, 0x206A)}
 )
 _OTHERS = r"\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff"
+_JSON_RAW = rb"\x7f|\xc2[\x80-\x9f]|\xe2\x80[\xaa-\xae]|\xe2\x81[\xa6-\xa9]"
+"""DEL, C1 and the bidi controls in UTF-8: JSON escapes C0 itself, and an encoder
+refuses a lone surrogate."""
 _LINES = rf"\r\n|[\x00-\x08\x0b-\x1f{_OTHERS}]"
 _ONE_LINE = rf"[\x00-\x1f{_OTHERS}]"
 """Patterns compiled on first use (by `re`'s own cache): every command registers faces
@@ -54,3 +60,13 @@ def _shown(match: re.Match[str]) -> str:
     if char == "\r\n":
         return "\n"
     return _SHOWN.get(char, "\ufffd")
+
+
+def json_escaped(data: bytes) -> bytes:
+    """JSON text (UTF-8) with what `visible` shows written as `\\uXXXX` escapes. Outside
+    its strings JSON is ASCII, so every match is inside a string."""
+    return re.sub(_JSON_RAW, _json_escape, data)
+
+
+def _json_escape(match: re.Match[bytes]) -> bytes:
+    return b"\\u%04x" % ord(match.group().decode())
