@@ -199,3 +199,22 @@ def test_doctor_shows_what_bwrap_said_as_text(tmp_path: Path, workspace: Path) -
     assert "sandbox" in done.stdout, done.stderr
     shown = f"{fake} failed: ^[]52;c;cm0gLXJmIH4K^G <U+009B> 2J <U+202E>evil<U+202C>"
     assert_shown(done.stdout, (shown,))
+
+
+def test_trust_and_hooks_show_a_projects_rules_and_commands_as_text(workspace: Path) -> None:
+    config = workspace / ".codecoder" / "config.toml"
+    config.parent.mkdir()
+    command = f"echo {SHORT}"
+    config.write_text(
+        f"[permissions]\nallow = [{json.dumps(f'run_command({command})')}]\n\n"
+        f"[[hooks.session_start]]\ncommand = {json.dumps(command)}\n"
+    )
+    trusted = codecoder("trust", str(workspace))
+    assert trusted.returncode == 0, trusted.stderr
+    assert_shown(trusted.stdout, (f"run_command(echo {SHORT_SHOWN[0]})",))
+    listed = codecoder("hooks", "list", "-C", str(workspace))
+    assert listed.returncode == 0, listed.stderr
+    assert_shown(listed.stdout, (f"session_start: echo {SHORT_SHOWN[0]}",))
+    approved = codecoder("hooks", "approve", "-C", str(workspace))
+    assert approved.returncode == 0, approved.stderr
+    assert_shown(approved.stdout, (f"session_start: echo {SHORT_SHOWN[0]}",))
