@@ -15,7 +15,8 @@ from codecoder.cli.tui.highlight import highlight
 from codecoder.cli.tui.markdown import render
 from codecoder.cli.tui.quick import quick_tokens
 from codecoder.cli.tui.stream import Block, Code, MarkdownStream
-from codecoder.cli.tui.text import fragments, safe
+from codecoder.cli.tui.text import fragments
+from codecoder.terminal_text import visible
 
 COLOURS = re.compile(r"\x1b\[[0-9;]*(?:3[0-7]|9[0-7])[;m]")
 
@@ -63,7 +64,7 @@ def plain(ansi: str) -> str:
 
 def test_markdown_renders_without_its_markup_and_wraps_at_the_width() -> None:
     source = "Some **bold** text and `code` with a [link](https://example.com) " * 3
-    shown = render(safe(source.strip()), 40, color=True)
+    shown = render(visible(source.strip()), 40, color=True)
     assert shown is not None
     lines = plain(shown).rstrip("\n").split("\n")
     assert all(len(line) <= 40 for line in lines)
@@ -75,10 +76,6 @@ def test_markdown_renders_without_its_markup_and_wraps_at_the_width() -> None:
 def test_no_colour_keeps_bold_and_drops_colours() -> None:
     shown = render("A `code` word\n\n```python\ndef f(): pass\n```", 60, color=False)
     assert shown is not None and not COLOURS.search(shown)
-
-
-def test_control_characters_are_shown_not_obeyed() -> None:
-    assert safe("a\x1b[2Jb\x07") == "a^[[2Jb^G"
 
 
 def test_a_table_is_aligned_and_rich_takes_one_too_wide_and_quotes() -> None:

@@ -13,6 +13,7 @@ import time
 from typing import TextIO
 
 from codecoder.batch.results import STATUSES, ResultLine
+from codecoder.terminal_text import visible
 
 BAR = 20
 TABLE_ALL_ROWS = 40
@@ -62,7 +63,7 @@ class Progress:
         if self.live:
             self._write(f"\r\x1b[K{self.line()}")
         elif force and last is not None:
-            self._write(f"{last.id}: {last.status} · {self.line()}\n")
+            self._write(f"{visible(last.id, one_line=True)}: {last.status} · {self.line()}\n")
 
     def close(self) -> None:
         """End the live line, so that what follows starts on a line of its own."""
@@ -113,7 +114,7 @@ def _row(result: ResultLine) -> tuple[str, ...]:
         elif line.startswith("-") and not line.startswith("---"):
             removed += 1
     return (
-        result.id,
+        visible(result.id, one_line=True),  # the tasks file's: a newline would forge a row
         result.status,
         "-" if result.exit_code is None else str(result.exit_code),
         f"{result.duration_s:.1f}s",

@@ -25,6 +25,7 @@ from codecoder.exitcodes import (
     EXIT_SIGTERM,
     EXIT_USAGE,
 )
+from codecoder.terminal_text import visible
 
 if TYPE_CHECKING:
     from codecoder.batch.pool import Runner
@@ -117,15 +118,15 @@ def batch_cmd(args: argparse.Namespace) -> int:
             )
         done = read_done(results_path) if args.resume else {}
     except (TasksError, ResultsError) as exc:
-        for line in str(exc).splitlines():
-            print(f"codecoder batch: {line}", file=sys.stderr)
+        for line in str(exc).split("\n"):  # a problem a line, each quoting the file as it is
+            print(f"codecoder batch: {visible(line, one_line=True)}", file=sys.stderr)
         return EXIT_USAGE
     todo = [s for s in specs if (r := done.get(s.task.id)) is None or r.status not in FINAL]
     final = {id: r for id, r in done.items() if r.status in FINAL}
     try:
         interrupted = _Batch(args, results_path).run(todo, len(specs) - len(todo), final)
     except _Unavailable as exc:
-        print(f"codecoder batch: {exc}", file=sys.stderr)
+        print(f"codecoder batch: {visible(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     if interrupted is not None:
         return _SIGNAL_EXITS.get(interrupted, EXIT_SIGINT)

@@ -47,6 +47,7 @@ from codecoder.kernel.events import (
 )
 from codecoder.kernel.handle import AgentClosed, AgentHandle
 from codecoder.sessions.errors import SessionError
+from codecoder.terminal_text import visible
 
 if TYPE_CHECKING:
     from codecoder.app.wiring import AgentSetup
@@ -75,14 +76,14 @@ def run_exec(options: ExecOptions) -> int:
         workspace = _workspace(options.agent.cwd)
         setup = build_agent(options.agent, workspace)
     except (UsageError, WiringError) as exc:
-        print(f"codecoder: {exc}", file=sys.stderr)
+        print(f"codecoder: {visible(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     try:
         return _Runner(setup, json_output=options.json, stdin_replies=options.stdin_replies).run(
             task
         )
     except SessionError as exc:  # the store failed during the run: it cannot be kept
-        print(f"codecoder: {exc}", file=sys.stderr)
+        print(f"codecoder: {visible(str(exc))}", file=sys.stderr)
         return EXIT_FAILED
     except Exception as exc:  # the last line of defence: one clear line, detail in the trace
         if setup.tracer is not None:
@@ -254,14 +255,14 @@ class _Runner:
             return EXIT_FAILED
         if done.reason == "completed":
             if not self.json:
-                text = "".join(self.answer).strip()
+                text = visible("".join(self.answer).strip())
                 if text:
                     self._write_raw(text.encode() + b"\n")
             return EXIT_FAILED if self.closed_pipe else EXIT_OK
         if done.reason == "cancelled":
             return EXIT_SIGINT
         if self.failure is not None:
-            print(f"codecoder: {self.failure.message}", file=sys.stderr)
+            _progress(f"codecoder: {self.failure.message}")
             if self.failure.kind == "config":
                 return EXIT_USAGE
         return EXIT_FAILED
@@ -369,10 +370,12 @@ def _status_mark(event: ToolFinished) -> str:
 
 def _brief(args: dict[str, Any]) -> str:
     text = " ".join(str(v) for v in args.values())
-    text = text.replace("\n", " ")
     return text if len(text) <= 80 else text[:77] + "…"
 
 
 def _progress(line: str) -> None:
+    """One line on stderr. What it quotes comes from outside (a tool's arguments, a
+    provider's or a server's message): a newline in it is shown, so it cannot forge a
+    line of ours, and so is every other control character."""
     with contextlib.suppress(OSError):  # a terminal that hung up: the run goes on
-        print(line, file=sys.stderr, flush=True)
+        print(visible(line, one_line=True), file=sys.stderr, flush=True)

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from codecoder.exitcodes import EXIT_OK, EXIT_USAGE
+from codecoder.terminal_text import visible
 
 
 def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -53,7 +54,7 @@ def run_list(options: argparse.Namespace) -> int:
         print("no hooks configured ([[hooks.EVENT]] tables: docs/hooks.md)")
         return EXIT_OK
     for spec in mine:
-        print(f"user     runs          {spec.describe()}")
+        print(f"user     runs          {visible(spec.describe(), one_line=True)}")
     trusted = is_trusted(workspace)
     approved = Approvals.load()
     for spec in theirs:
@@ -65,7 +66,7 @@ def run_list(options: argparse.Namespace) -> int:
             state = "runs"
         else:
             state = unapproved(spec, approved).split(":", 1)[0].removeprefix("project hook ")
-        print(f"project  {state:<13} {spec.describe()}")
+        print(f"project  {state:<13} {visible(spec.describe(), one_line=True)}")
     return EXIT_OK
 
 
@@ -91,7 +92,7 @@ def run_approve(options: argparse.Namespace) -> int:
     )
     for spec in theirs:
         never = "" if spec.sandbox else "   never runs: sandbox = false is for your own config only"
-        print(f"  {spec.describe()}   ({spec.source}){never}")
+        print(f"  {visible(spec.describe(), one_line=True)}   ({spec.source}){never}")
     Approvals.load().approve(str(workspace), theirs)
     if not is_trusted(workspace):
         print("they run once the folder is trusted: codecoder trust")

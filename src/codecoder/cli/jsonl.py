@@ -50,6 +50,7 @@ from codecoder.plan.events import (
     PlanFinished,
     PlanStatus,
 )
+from codecoder.terminal_text import json_escaped
 
 SCHEMA = "codecoder.exec/1"
 
@@ -336,8 +337,9 @@ def line_for(event: AgentEvent, turn: int | None) -> EventLine:
 
 
 def encode(line: Line) -> bytes:
-    """The line as JSON and its newline; a nested line leaves out its `turn`."""
+    """The line as JSON and its newline; a nested line leaves out its `turn`. The lines
+    often go to a terminal: what one would obey is escaped (the values stay the same)."""
     record = codec.to_builtins(line)
     if isinstance(line, SubagentLine):
         record["event"].pop("turn", None)
-    return codec.encode(record) + b"\n"
+    return json_escaped(codec.encode(record)) + b"\n"

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from codecoder.exitcodes import EXIT_OK, EXIT_USAGE
+from codecoder.terminal_text import visible
 
 
 def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -61,7 +62,7 @@ def run_list(options: argparse.Namespace) -> int:
         project = _project(workspace) if is_trusted(workspace) else {}
         selection = select(workspace, user, project)
     except ConfigError as exc:
-        print(f"codecoder mcp: {exc}", file=sys.stderr)
+        print(f"codecoder mcp: {visible(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     if not selection.servers and not selection.left_out:
         print("no MCP servers configured (add one: codecoder mcp add NAME -- COMMAND ARGS…)")
@@ -74,20 +75,22 @@ def run_list(options: argparse.Namespace) -> int:
     try:
         sandbox = build_sandbox(AgentOptions(), user, RulePolicy.load(workspace))
     except (ConfigError, WiringError) as exc:
-        print(f"codecoder mcp: {exc}", file=sys.stderr)
+        print(f"codecoder mcp: {visible(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     manager = McpManager(selection, sandbox=sandbox)
     manager.start()
     try:
         manager.wait_settled(max((s.startup_timeout for s in selection.servers), default=0))
-        for info in manager.statuses():
+        for info in manager.statuses():  # a server's stderr, its tools, a project's command
             origin = "" if info.origin == "user" else f" ({info.origin})"
             where = f"  {info.where}" if info.where else ""
-            print(f"{info.name}{origin}  {info.status}  {info.transport}{where}  {info.target}")
+            lines = [f"{info.name}{origin}  {info.status}  {info.transport}{where}  {info.target}"]
             if info.tools:
-                print(f"    tools: {', '.join(info.tools)}")
+                lines.append(f"    tools: {', '.join(info.tools)}")
             if info.detail:
-                print(f"    {info.detail}")
+                lines.append(f"    {info.detail}")
+            for line in lines:
+                print(visible(line, one_line=True))
     finally:
         manager.close()
         sandbox.close()
@@ -153,16 +156,17 @@ def run_approve(options: argparse.Namespace) -> int:
             if s.name == options.name
         ]
     except ConfigError as exc:
-        print(f"codecoder mcp approve: {exc}", file=sys.stderr)
+        print(f"codecoder mcp approve: {visible(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     if not found:
         print(f"codecoder mcp approve: {workspace} has no project server {options.name!r}")
         return EXIT_USAGE
     (spec,) = found
     Approvals.load().approve(spec)
-    print(f"approved {spec.name} in {workspace}: {spec.describe()}")
-    if spec.env:
-        print(f"  with env: {', '.join(f'{k}={v}' for k, v in spec.env.items())}")
+    print(visible(f"approved {spec.name} in {workspace}: {spec.describe()}", one_line=True))
+    if spec.env:  # what the project's file says, shown as it is
+        pairs = ", ".join(f"{k}={v}" for k, v in spec.env.items())
+        print(visible(f"  with env: {pairs}", one_line=True))
     if not is_trusted(workspace):
         print("  this folder is not trusted: its servers start once you run `codecoder trust`")
     return EXIT_OK

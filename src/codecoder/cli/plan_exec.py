@@ -36,6 +36,7 @@ from codecoder.plan.events import (
     PlanFinished,
 )
 from codecoder.sessions.errors import SessionError
+from codecoder.terminal_text import visible
 
 if TYPE_CHECKING:
     from codecoder.app.wiring import AgentSetup
@@ -65,7 +66,7 @@ def run_plan(options: ExecOptions) -> int:
             agent = msgspec.structs.replace(agent, continue_=False, resume=earlier.session_id)
         setup = build_agent(agent, workspace)
     except (UsageError, WiringError, PlanError) as exc:
-        print(f"codecoder: {exc}", file=sys.stderr)
+        print(f"codecoder: {visible(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     if earlier is not None and earlier.digest != plan.digest:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(earlier.updated_at))
@@ -77,7 +78,7 @@ def run_plan(options: ExecOptions) -> int:
     try:
         return face.run_plan(earlier)
     except SessionError as exc:  # the store failed: the run cannot be kept
-        print(f"codecoder: {exc}", file=sys.stderr)
+        print(f"codecoder: {visible(str(exc))}", file=sys.stderr)
         return EXIT_FAILED
     except Exception as exc:  # the last line of defence, as in exec
         if setup.tracer is not None:
@@ -187,7 +188,7 @@ class _PlanFace(_Runner):
         if isinstance(event, Done):
             self.last_done = event
             if not self.json and event.reason in ("completed", "max_rounds"):
-                text = "".join(self.answer).strip()
+                text = visible("".join(self.answer).strip())
                 if text:
                     self._write(text.encode() + b"\n")
             self.answer.clear()
@@ -256,7 +257,7 @@ class _PlanFace(_Runner):
             return EXIT_OK
         if finished.status == "cancelled":
             return EXIT_SIGINT
-        print(f"codecoder: {self._failure_line()}", file=sys.stderr)
+        _progress(f"codecoder: {self._failure_line()}")
         if self.failure is not None and self.failure.kind == "config":
             return EXIT_USAGE
         return EXIT_FAILED

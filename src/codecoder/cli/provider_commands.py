@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from codecoder.terminal_text import visible
+
 if TYPE_CHECKING:
     from codecoder.providers.pool import TrustStore
     from codecoder.providers.registry import ProviderSettings
@@ -135,9 +137,9 @@ def run_doctor(args: argparse.Namespace) -> int:
         check = results[name]
         mark = "ok" if check.ok else "FAIL" if name in used else "off"
         note = "" if check.ok or name in used else " (not in use)"
-        print(f"{mark:<5} {name:<12} {check.detail}{note}")
+        _say(f"{mark:<5} {name:<12} {check.detail}{note}")
     for name in sorted(used - set(providers)):
-        print(f"{'FAIL':<5} {name:<12} no such provider (the default model names it)")
+        _say(f"{'FAIL':<5} {name:<12} no such provider (the default model names it)")
     sandbox_ok = _report_sandbox(config)
     failed = [name for name in used if name not in results or not results[name].ok]
     if not any(check.ok for check in results.values()):
@@ -162,13 +164,19 @@ def _report_sandbox(config: Mapping[str, Any]) -> bool:
     wanted = table.get("mode") if isinstance(table, dict) else None
     if found.works and found.path is not None:
         named = version(found.path) or "bubblewrap"
-        print(f"{'ok':<5} {'sandbox':<12} {named} ({found.path}) confines commands")
+        _say(f"{'ok':<5} {'sandbox':<12} {named} ({found.path}) confines commands")
         return True
     if wanted in ("workspace-write", "read-only"):
-        print(f"{'FAIL':<5} {'sandbox':<12} {found.detail} ([sandbox] mode = {wanted!r})")
+        _say(f"{'FAIL':<5} {'sandbox':<12} {found.detail} ([sandbox] mode = {wanted!r})")
         return False
-    print(f"{'off':<5} {'sandbox':<12} {found.detail} (full-auto runs parser-only)")
+    _say(f"{'off':<5} {'sandbox':<12} {found.detail} (full-auto runs parser-only)")
     return True
+
+
+def _say(line: str) -> None:
+    """A line of the report: what it quotes (a server's answer, bwrap's stderr or
+    version, a name from the config) is shown as it is, never obeyed."""
+    print(visible(line, one_line=True))
 
 
 def _in_use(config: Mapping[str, Any], providers: Mapping[str, ProviderSettings]) -> set[str]:

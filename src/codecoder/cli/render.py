@@ -26,6 +26,7 @@ from codecoder.kernel.events import (
     ToolStarted,
     Usage,
 )
+from codecoder.terminal_text import visible
 from codecoder.wording import counted
 
 _STYLES = {
@@ -38,9 +39,6 @@ _STYLES = {
     "italic": "\x1b[3m",
 }
 _RESET = "\x1b[0m"
-_CONTROLS = {c: f"^{chr(c + 64)}" for c in (*range(0x09), *range(0x0B, 0x20))} | {0x7F: "^?"}
-"""C0 controls but tab and newline, and DEL, in caret notation: an escape sequence in a
-command or its output cannot move the cursor or hide what is about to be approved."""
 _LINE_END = re.compile(r"\r\n|\n|\r")
 _LONG_LINE = 4096
 _MARKS = {"success": ("✓", "green"), "error": ("✗", "red"), "cancelled": ("⊘", "yellow")}
@@ -58,7 +56,7 @@ class Renderer:
 
     def style(self, text: str, *names: str) -> str:
         """Untrusted text made safe (control characters shown, not obeyed), then styled."""
-        text = text.translate(_CONTROLS)
+        text = visible(text)
         if not self.color or not names:
             return text
         return "".join(_STYLES[n] for n in names) + text + _RESET

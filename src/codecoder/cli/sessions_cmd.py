@@ -22,6 +22,7 @@ from codecoder.sessions.errors import SessionError, UnknownSession
 from codecoder.sessions.export import age, jsonl, markdown, transcript
 from codecoder.sessions.records import SessionInfo
 from codecoder.sessions.store import SessionStore
+from codecoder.terminal_text import visible
 from codecoder.wording import counted
 
 Action = Callable[[SessionStore, argparse.Namespace], int]
@@ -144,12 +145,15 @@ def _table(
     now = time.time()
     notes = live or {}
     rows = [
-        (
-            s.id[:8],
-            s.title or "(untitled)",
-            s.model,
-            notes.get(s.id) or age(now - s.updated_at),
-            _home(s.cwd),
+        tuple(
+            visible(cell, one_line=True)  # a title is the user's first words, a folder any name
+            for cell in (
+                s.id[:8],
+                s.title or "(untitled)",
+                s.model,
+                notes.get(s.id) or age(now - s.updated_at),
+                _home(s.cwd),
+            )
         )
         for s in sessions
     ]
@@ -172,7 +176,7 @@ def _home(folder: str) -> str:
 
 def _show(store: SessionStore, args: argparse.Namespace) -> int:
     session_id = store.resolve(args.id)
-    sys.stdout.write(transcript(store.get(session_id), store.load_messages(session_id)))
+    sys.stdout.write(visible(transcript(store.get(session_id), store.load_messages(session_id))))
     return 0
 
 

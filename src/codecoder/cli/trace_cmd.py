@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from codecoder.exitcodes import EXIT_OK, EXIT_USAGE
+from codecoder.terminal_text import visible
 from codecoder.wording import counted
 
 Record = dict[str, Any]
@@ -46,7 +47,7 @@ def trace_cmd(args: argparse.Namespace) -> int:
         print(f"codecoder trace: {args.file} is not a trace: {exc}", file=sys.stderr)
         return EXIT_USAGE
     for line in render(records, turn=args.turn, thread=args.thread, grep=args.grep):
-        print(line)
+        print(visible(line, one_line=True))  # names, ids and reasons from the run, as they are
     return EXIT_OK
 
 

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from codecoder.exitcodes import EXIT_OK, EXIT_USAGE
+from codecoder.terminal_text import visible
 
 
 def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -64,7 +65,8 @@ def run_trust(options: argparse.Namespace) -> int:
     approved = approve_project(folder)
     if approved:
         print("  allow rules approved as they are now (a change needs `codecoder trust` again):")
-        print("".join(f"    {text}\n" for text in approved), end="")
+        for text in approved:  # the project's words, shown as they are before they apply
+            print(f"    {visible(text, one_line=True)}")
     return EXIT_OK
 
 

@@ -15,7 +15,7 @@ the input, rich and our own Markdown path for the output.
     attachments.py  @path attaches a file to the message
     status.py       the footer: model, approval, context, tokens, cost
     transcript.py   an earlier conversation, compactly, on resume
-    text.py         safe text, widths, styles (NO_COLOR)
+    text.py         one-line previews, widths, styles (NO_COLOR)
 
 Nothing here is imported before `codecoder` decides to run interactively; prompt_toolkit
 (~100 ms) comes first, the session and rich's Markdown after the prompt is drawn.

@@ -49,6 +49,7 @@ from codecoder.kernel.events import (
     ToolStarted,
     Usage,
 )
+from codecoder.terminal_text import visible
 
 if TYPE_CHECKING:
     from prompt_toolkit.buffer import Buffer
@@ -215,7 +216,8 @@ class Client:
         if shown.startswith(home + os.sep):
             shown = "~" + shown[len(home) :]
         self.view.line(f"CodeCoder {__version__} · session {backend.session_id[:8]}{where}", "bold")
-        self.view.line(f"model {backend.model} · approval {backend.mode} · {shown}", "dim")
+        said = safe_line(f"model {backend.model} · approval {backend.mode} · {shown}")
+        self.view.line(said, "dim")
         self.view.line("/help lists commands and keys · Ctrl+C stops a turn · Ctrl+D leaves", "dim")
 
     def _window(self, backend: Backend) -> None:
@@ -486,7 +488,7 @@ class Client:
             backend.handle.send(full)
         except Exception as exc:
             self.busy = ""
-            self.view.line(f"could not send: {exc}", "red")
+            self.view.line(f"could not send: {safe_line(str(exc))}", "red")
         self._flush()
 
     def _next(self) -> None:
@@ -745,9 +747,7 @@ class Client:
 
 
 def safe_text(text: str) -> str:
-    from codecoder.cli.tui.text import safe
-
-    out = safe(text)
+    out = visible(text)
     return out if out.endswith("\n") else out + "\n"
 
 

@@ -109,12 +109,13 @@ DOING = {
 
 
 def label(name: str) -> str:
-    return LABELS.get(name, name)
+    """A tool's label; a name we do not know is the model's, shown as it is."""
+    return LABELS.get(name) or safe_line(name)
 
 
 def doing(name: str) -> str:
     """What the agent is doing while the tool runs (the status line)."""
-    return DOING.get(name, f"Running {name}")
+    return DOING.get(name) or f"Running {safe_line(name)}"
 
 
 def arguments(name: str, args: dict[str, Any]) -> str:

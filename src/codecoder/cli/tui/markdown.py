@@ -60,8 +60,8 @@ def highlight(code: str, language: str, *, color: bool) -> list[str]:
 
 def render(source: str, width: int, *, color: bool, quick: bool = True) -> str | None:
     """A block's ANSI lines (each ending in a newline), or None when rich must render it
-    (a quote, HTML, a table too wide). `source` must already be safe (text.safe). The
-    common blocks are read by quick.py (markdown-it's tokens, without its parser); the
+    (a quote, HTML, a table too wide). `source` must already be `visible` (terminal_text).
+    The common blocks are read by quick.py (markdown-it's tokens, without its parser); the
     rest by markdown-it."""
     tokens = quick_tokens(source) if quick else None
     if tokens is None:

@@ -2,7 +2,7 @@
 
 Imported after the first prompt is on the screen (rich, markdown-it and Pygments cost
 ~100 ms to import), on a warm-up thread. Everything that reaches the terminal from the
-model, a tool or a file goes through `safe()` first: control characters are shown
+model, a tool or a file goes through `visible()` first: control characters are shown
 (`^[`), never obeyed, so an escape sequence in an answer cannot move the cursor or
 hide what is about to be approved.
 """
@@ -21,8 +21,7 @@ from rich.syntax import Syntax
 from rich.text import Text
 from rich.theme import Theme
 
-_CONTROLS = {c: f"^{chr(c + 64)}" for c in (*range(0x09), *range(0x0B, 0x20))} | {0x7F: "^?"}
-"""C0 controls but tab and newline, and DEL, in caret notation."""
+from codecoder.terminal_text import visible
 
 THEME = Theme(
     {
@@ -46,10 +45,6 @@ CODE_THEME = "ansi_dark"
 _TRAILING = re.compile(r" +((?:\x1b\[[0-9;]*m)*)$")
 _VISIBLE = re.compile(r"\x1b\[[0-9;]*m")
 """Pygments colours taken from the terminal's palette: readable on dark and light."""
-
-
-def safe(text: str) -> str:
-    return text.translate(_CONTROLS)
 
 
 @lru_cache(maxsize=1)
@@ -154,7 +149,8 @@ class Painter:
         """A block as rich renders it, without the blank lines rich puts around a table
         and the spaces it pads lines with (they would wrap when the terminal narrows)."""
         lines = [
-            _TRAILING.sub(r"\1", line) for line in self.render(_Markdown(safe(source))).split("\n")
+            _TRAILING.sub(r"\1", line)
+            for line in self.render(_Markdown(visible(source))).split("\n")
         ]
         while lines and not _VISIBLE.sub("", lines[0]).strip():
             lines.pop(0)
@@ -163,10 +159,10 @@ class Painter:
         return "".join(line + "\n" for line in lines)
 
     def code(self, lines: tuple[str, ...] | list[str], language: str) -> str:
-        return self.render(Padding(code_text(safe("\n".join(lines)), language), (0, 0, 0, 2)))
+        return self.render(Padding(code_text(visible("\n".join(lines)), language), (0, 0, 0, 2)))
 
     def text(self, text: Any) -> str:
         """A rich Text (or plain str, made safe) as ANSI lines."""
         if isinstance(text, str):
-            text = Text(safe(text))
+            text = Text(visible(text))
         return self.render(text)

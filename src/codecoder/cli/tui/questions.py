@@ -16,8 +16,9 @@ import msgspec
 
 from codecoder.cli.tui import describe
 from codecoder.cli.tui.diffs import Diff, proposed
-from codecoder.cli.tui.text import safe, safe_line
+from codecoder.cli.tui.text import safe_line
 from codecoder.kernel.events import AskUser, ConfirmReply, ConfirmRequest, Decision
+from codecoder.terminal_text import visible
 
 ARM_AFTER = 0.4
 """Seconds without a keystroke (and since it appeared) before a question takes keys."""
@@ -94,7 +95,7 @@ def what_it_approves(event: ConfirmRequest, workspace: Path) -> tuple[list[str],
         lines = [f"? {label} this command ({call.name}):"]
         lines += [
             f"  $ {line}" if i == 0 else f"    {line}"
-            for i, line in enumerate(safe(text).split("\n"))
+            for i, line in enumerate(visible(text).split("\n"))
         ]
         where = args.get("cwd")
         if isinstance(where, str):

@@ -1,18 +1,17 @@
-"""Small text helpers for the terminal: untrusted text made safe, display widths, SGR
-styles that honour NO_COLOR (bold, dim, italic and underline stay; colours go)."""
+"""Small text helpers for the terminal: outside text on one line, display widths, SGR
+styles that honour NO_COLOR (bold, dim, italic and underline stay; colours go). Outside
+text is made safe by `codecoder.terminal_text.visible`, the one place every face uses."""
 
 from __future__ import annotations
 
 import re
 from functools import lru_cache
 
+from codecoder.terminal_text import visible
+
 RESET = "\x1b[0m"
 MARK = "\u203a"
 """The prompt's mark (a right angle quote), also before the user's messages in the transcript."""
-_CONTROLS = {c: f"^{chr(c + 64)}" for c in (*range(0x09), *range(0x0B, 0x20))} | {0x7F: "^?"}
-"""C0 controls but tab and newline, and DEL, in caret notation: an escape sequence from
-the model, a command or a file is shown, never obeyed (it could move the cursor or hide
-what is about to be approved)."""
 
 STYLES = {
     "bold": "1",
@@ -30,13 +29,10 @@ STYLES = {
 }
 
 
-def safe(text: str) -> str:
-    return text.translate(_CONTROLS)
-
-
 def safe_line(text: str) -> str:
-    """One line: newlines and tabs shown as spaces too."""
-    return safe(text).replace("\n", " ").replace("\t", " ")
+    """Outside text as one line of a preview: newlines and tabs as spaces (a multi-line
+    command still reads as one), everything else as `visible` shows it."""
+    return visible(text).replace("\n", " ").replace("\t", " ")
 
 
 def width_of(text: str) -> int:

@@ -19,7 +19,7 @@ from codecoder.cli.tui import describe
 from codecoder.cli.tui.diffs import SHOWN_LINES, Diff
 from codecoder.cli.tui.stream import Block, MarkdownStream, Piece
 from codecoder.cli.tui.text import cut as cut_cells
-from codecoder.cli.tui.text import safe, safe_line, styled, width_of
+from codecoder.cli.tui.text import safe_line, styled, width_of
 from codecoder.kernel.events import (
     AgentEvent,
     Compacted,
@@ -35,6 +35,7 @@ from codecoder.kernel.events import (
     ToolOutput,
     ToolStarted,
 )
+from codecoder.terminal_text import visible
 from codecoder.wording import counted
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -128,7 +129,7 @@ class View:
 
     def markdown_text(self, source: str) -> None:
         """Markdown of our own (help, a transcript), settled."""
-        self.settled.append(self._render(Block(safe(source))))
+        self.settled.append(self._render(Block(visible(source))))
 
     # --- events ----------------------------------------------------------------------
 
@@ -143,7 +144,7 @@ class View:
     def _on_NewToken(self, event: NewToken) -> None:
         self.status = "Writing"
         self._end_reasoning()
-        for piece in self.markdown.feed(safe(event.text)):
+        for piece in self.markdown.feed(visible(event.text)):
             self.settled.append(self._render(piece))
 
     def _on_NewReasoning(self, event: NewReasoning) -> None:
@@ -306,7 +307,7 @@ class View:
 
     def reasoning_block(self, text: str) -> None:
         self.line("∴ thinking", "dim", "italic")
-        for line in safe(text).splitlines():
+        for line in visible(text).splitlines():
             self.line(f"  {line}", "dim", "italic")
 
     def _render(self, piece: Piece) -> str:
@@ -378,7 +379,7 @@ class View:
     def _diff_after(self, call_id: str, diff: Diff) -> None:
         if call_id in self.diffs_shown:  # shown at the question: only the count now
             self.diffs_shown.discard(call_id)
-            self.line(f"  {diff.path}: +{diff.added} -{diff.removed}", "dim")
+            self.line(f"  {safe_line(diff.path)}: +{diff.added} -{diff.removed}", "dim")
             return
         self.diff_lines(diff, limit=SHOWN_LINES)
 
@@ -436,7 +437,7 @@ class View:
             from codecoder.cli.tui import markdown
 
             started = time.perf_counter()
-            rendered = markdown.render(safe(source), self.width, color=self.color)
+            rendered = markdown.render(visible(source), self.width, color=self.color)
             if rendered is None:
                 rendered = self._rich(source)
             self._open_cost = time.perf_counter() - started
