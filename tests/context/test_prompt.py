@@ -113,15 +113,16 @@ def test_nothing_to_add_leaves_only_base_and_environment(tmp_path: Path) -> None
         pytest.skip("the temp dir is inside a git repository")
     prompt = PromptBuilder(tmp_path).system_prompt()
     base, environment = prompt.split("\n\n# Environment\n")
-    assert base == fragments.BASE_PROMPT
+    assert base == fragments.base_prompt()
     assert environment.splitlines() == [
         f"Working directory: {tmp_path}",
         "Git repository: no",
-        environment.splitlines()[2],
+        "Shell: bash",
         environment.splitlines()[3],
+        environment.splitlines()[4],
     ]
-    assert re.fullmatch(r"Platform: \S+ \S+ \(\w+\)", environment.splitlines()[2])
-    assert re.fullmatch(r"Date: \d{4}-\d\d-\d\d", environment.splitlines()[3])
+    assert re.fullmatch(r"Platform: \S+ \S+ \(\w+\)", environment.splitlines()[3])
+    assert re.fullmatch(r"Date: \d{4}-\d\d-\d\d", environment.splitlines()[4])
     assert PromptBuilder(tmp_path).warnings == ()
 
 
