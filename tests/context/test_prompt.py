@@ -16,6 +16,7 @@ import pytest
 from codecoder import paths
 from codecoder.context import fragments
 from codecoder.context.prompt import PromptBuilder
+from codecoder.context.session import SessionFacts
 from codecoder.hostgit import repository_top
 from tests.context.helpers import git, skill_md, write
 
@@ -247,3 +248,18 @@ def test_first_and_cached_call_times(repo: Path) -> None:
     cached = (time.perf_counter() - start) / 1000
     assert first < 1.0
     assert cached < 100e-6
+
+
+def test_the_session_section_follows_a_mode_switch_and_comes_last(tmp_path: Path) -> None:
+    """A client can switch the approval mode mid-session (ACP session/set_mode): the
+    next request's section says the new mode, and everything before it is unchanged
+    (the provider's cached prefix)."""
+    facts = [SessionFacts("read-only", attended=True)]
+    builder = PromptBuilder(tmp_path, tools=["read_file"], session=lambda: facts[0])
+    before = builder.system_prompt()
+    facts[0] = SessionFacts("full-auto", attended=True, sandbox="workspace-write")
+    after = builder.system_prompt()
+    head, section = after.split("\n\n# This session\n")
+    assert before.startswith(head + "\n\n# This session\nApproval mode: read-only.\n")
+    assert section.startswith("Approval mode: full-auto.\n")
+    assert "Commands run in a sandbox" not in section  # run_command is not offered
