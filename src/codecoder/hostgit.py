@@ -35,9 +35,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-STATUS_ARGS = ("status", "--porcelain", "--ignore-submodules=dirty")
+STATUS_ARGS = ("status", "--porcelain", "-z", "--ignore-submodules=dirty")
 """`dirty`: a submodule's own work tree is not looked at (git would run `git status` in
-it, under the submodule's config); a submodule whose commit changed still counts."""
+it, under the submodule's config); a submodule whose commit changed still counts. `-z`:
+paths as they are (no quoting), each ended by a NUL."""
 
 ISOLATED = {
     "GIT_CONFIG_NOSYSTEM": "1",
@@ -174,10 +175,11 @@ def shadow(
             (folder / name).symlink_to(shared_from / name)
 
 
-def changed_files(folder: Path, *, timeout: float) -> int | None:
-    """How many paths `git status --porcelain` lists for the repository that holds
-    `folder`, through a git dir of ours; None when there is no repository, git is
-    missing, fails or takes over `timeout` seconds (each of its two processes)."""
+def changed_files(folder: Path, *, timeout: float) -> list[str] | None:
+    """The paths `git status --porcelain` lists for the repository that holds `folder`
+    (relative to its top; a rename by its new name), through a git dir of ours; None
+    when there is no repository, git is missing, fails or takes over `timeout` seconds
+    (each of its two processes)."""
     import shutil
     import subprocess
     import tempfile
@@ -215,4 +217,18 @@ def changed_files(folder: Path, *, timeout: float) -> int | None:
         shutil.rmtree(scratch, ignore_errors=True)
     if done.returncode != 0:
         return None
-    return sum(1 for line in done.stdout.splitlines() if line.strip())
+    return _status_paths(done.stdout)
+
+
+def _status_paths(output: bytes) -> list[str]:
+    """The paths of `git status --porcelain -z`: `XY path` entries, where a rename or
+    copy (`R`, `C`) is followed by an entry holding its old path."""
+    paths: list[str] = []
+    entries = iter(output.split(b"\0"))
+    for entry in entries:
+        if len(entry) < 4:
+            continue
+        paths.append(os.fsdecode(entry[3:]))
+        if b"R" in entry[:2] or b"C" in entry[:2]:
+            next(entries, None)
+    return paths

@@ -16,6 +16,7 @@ import pytest
 from codecoder import paths
 from codecoder.context import fragments
 from codecoder.context.prompt import PromptBuilder
+from codecoder.context.session import SessionFacts
 from codecoder.hostgit import repository_top
 from tests.context.helpers import git, skill_md, write
 
@@ -113,15 +114,16 @@ def test_nothing_to_add_leaves_only_base_and_environment(tmp_path: Path) -> None
         pytest.skip("the temp dir is inside a git repository")
     prompt = PromptBuilder(tmp_path).system_prompt()
     base, environment = prompt.split("\n\n# Environment\n")
-    assert base == fragments.BASE_PROMPT
+    assert base == fragments.base_prompt()
     assert environment.splitlines() == [
         f"Working directory: {tmp_path}",
         "Git repository: no",
-        environment.splitlines()[2],
+        "Shell: bash",
         environment.splitlines()[3],
+        environment.splitlines()[4],
     ]
-    assert re.fullmatch(r"Platform: \S+ \S+ \(\w+\)", environment.splitlines()[2])
-    assert re.fullmatch(r"Date: \d{4}-\d\d-\d\d", environment.splitlines()[3])
+    assert re.fullmatch(r"Platform: \S+ \S+ \(\w+\)", environment.splitlines()[3])
+    assert re.fullmatch(r"Date: \d{4}-\d\d-\d\d", environment.splitlines()[4])
     assert PromptBuilder(tmp_path).warnings == ()
 
 
@@ -246,3 +248,18 @@ def test_first_and_cached_call_times(repo: Path) -> None:
     cached = (time.perf_counter() - start) / 1000
     assert first < 1.0
     assert cached < 100e-6
+
+
+def test_the_session_section_follows_a_mode_switch_and_comes_last(tmp_path: Path) -> None:
+    """A client can switch the approval mode mid-session (ACP session/set_mode): the
+    next request's section says the new mode, and everything before it is unchanged
+    (the provider's cached prefix)."""
+    facts = [SessionFacts("read-only", attended=True)]
+    builder = PromptBuilder(tmp_path, tools=["read_file"], session=lambda: facts[0])
+    before = builder.system_prompt()
+    facts[0] = SessionFacts("full-auto", attended=True, sandbox="workspace-write")
+    after = builder.system_prompt()
+    head, section = after.split("\n\n# This session\n")
+    assert before.startswith(head + "\n\n# This session\nApproval mode: read-only.\n")
+    assert section.startswith("Approval mode: full-auto.\n")
+    assert "Commands run in a sandbox" not in section  # run_command is not offered

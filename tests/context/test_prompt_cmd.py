@@ -18,7 +18,7 @@ def test_prompt_prints_what_a_turn_there_would_get(
 ) -> None:
     assert main(["prompt", "-C", str(repo / "pkg")]) == 0
     out, err = capsys.readouterr()
-    assert out == PromptBuilder(repo / "pkg").system_prompt() + "\n"
+    assert out.startswith(PromptBuilder(repo / "pkg").system_prompt() + "\n\n# This session\n")
     assert "Code in pkg/ uses tabs." in out
     assert err == (
         "warning: .codecoder/skills/broken/SKILL.md:3: could not find expected ':' "

@@ -9,7 +9,7 @@ import pytest
 
 from codecoder.kernel.messages import ToolCall
 from codecoder.kernel.ports import Tool
-from codecoder.permissions import MODES, RulePolicy, filter_tools, parse_mode
+from codecoder.permissions import MODES, RulePolicy, parse_mode
 from codecoder.permissions.modes import ApprovalMode
 
 from .helpers import call, run, tools, write_user_rules
@@ -91,11 +91,14 @@ def test_read_only_ignores_allow_rules_for_other_tools(tmp_path: Path) -> None:
 
 
 def test_never_ask_tells_the_model_why_and_what_to_do(tmp_path: Path) -> None:
+    """The reason is read by the model, which cannot rerun anything: it says what the
+    refusal means for the model, not which flag a person could give."""
     decision = RulePolicy(tmp_path, "never-ask").decide(*run("make test"))
     assert decision.verdict == "deny"
     assert "make test" in decision.reason
-    assert "--approval" in decision.reason
-    assert "[permissions]" in decision.reason
+    assert "nobody can approve calls in this run" in decision.reason
+    assert "Don't retry it" in decision.reason
+    assert "--approval" not in decision.reason and "Rerun" not in decision.reason
 
 
 def test_never_ask_still_allows_what_a_rule_allows(tmp_path: Path) -> None:
@@ -204,14 +207,55 @@ def test_the_mode_can_change_during_a_session(tmp_path: Path) -> None:
     assert policy.decide(*CALLS["write inside"]()).verdict == "allow"
 
 
-def test_filter_tools() -> None:
-    every: list[Tool] = list(tools().values())
-    names = {t.name for t in every}
-    assert {t.name for t in filter_tools(every, "ask")} == names
-    assert {t.name for t in filter_tools(every, "full-auto")} == names
-    readers = {"read_file", "list_dir", "glob", "grep", "ask_user", "run_command"}
-    assert {t.name for t in filter_tools(every, "read-only")} == readers
-    assert {t.name for t in filter_tools(every, "never-ask")} == names - {"ask_user"}
+READERS = {"read_file", "list_dir", "glob", "grep", "run_command"}
+"""What every mode can run without asking (run_command: the commands that only read)."""
+EDITORS = {"write_file", "edit_file"}
+
+
+def offered(workspace: Path, mode: ApprovalMode, *, attended: bool) -> set[str]:
+    policy = RulePolicy.load(workspace, mode)
+    return {t.name for t in tools().values() if policy.offers(t, attended=attended)}
+
+
+def test_only_the_tools_that_can_run_are_offered(tmp_path: Path) -> None:
+    """With nobody to approve (never-ask, or no person: `exec`), a tool whose every
+    call would need approval is not offered: before, never-ask offered the edit tools
+    and web_fetch, and a run without a person offered ask_user."""
+    names = set(tools())
+    assert offered(tmp_path, "ask", attended=True) == names
+    assert offered(tmp_path, "full-auto", attended=True) == names
+    assert offered(tmp_path, "read-only", attended=True) == READERS | {"ask_user"}
+    assert offered(tmp_path, "read-only", attended=False) == READERS
+    assert offered(tmp_path, "never-ask", attended=True) == READERS
+    assert offered(tmp_path, "ask", attended=False) == READERS
+    assert offered(tmp_path, "auto-edit", attended=False) == READERS | EDITORS
+    assert offered(tmp_path, "full-auto", attended=False) == READERS | EDITORS
+
+
+def test_rules_decide_what_a_run_without_approvals_offers(tmp_path: Path) -> None:
+    write_user_rules(
+        {"allow": ["edit(src/**)", "web_fetch(domain:docs.python.org)"], "deny": ["grep"]}
+    )
+    found = offered(tmp_path, "never-ask", attended=False)
+    assert found == (READERS - {"grep"}) | EDITORS | {"web_fetch"}
+    assert "grep" not in offered(tmp_path, "ask", attended=True)  # a whole-tool deny rule
+
+
+@pytest.mark.parametrize("attended", [True, False])
+@pytest.mark.parametrize("mode", MODES)
+def test_a_tool_not_offered_would_only_be_refused(
+    tmp_path: Path, mode: ApprovalMode, attended: bool
+) -> None:
+    """(Without a person, ask_user is allowed by the policy but nobody answers it.)"""
+    policy = RulePolicy(tmp_path, mode)
+    answered = attended and mode != "never-ask"
+    for case, make in CALLS.items():
+        tool, tool_call = make()
+        if case == "ask_user" and not attended:
+            continue
+        if not policy.offers(tool, attended=attended):
+            verdict = policy.decide(tool, tool_call).verdict
+            assert verdict == "deny" or (verdict == "ask" and not answered), (case, verdict)
 
 
 def test_parse_mode() -> None:

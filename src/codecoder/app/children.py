@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from codecoder.context.profiles import AgentProfile, narrow_tools
-from codecoder.kernel.loop import AgentLoop, StaticPrompt
+from codecoder.context.prompt import ProjectContext
+from codecoder.kernel.loop import AgentLoop
 from codecoder.kernel.ports import PermissionPolicy, ProviderClient, Tool, ToolFailure
 from codecoder.kernel.subagents import ChildSpec
 from codecoder.tools.agent import AgentTask, AgentTool
@@ -28,7 +29,26 @@ if TYPE_CHECKING:
 CHILD_PROMPT = """You are a sub-agent of CodeCoder, a coding agent. You were given one task by \
 the main agent, which sees only your final message: make it a complete, self-contained \
 answer (paths, line numbers, findings). You can read, list and search files but not change \
-them. Work efficiently and stop as soon as you can answer."""
+them. Calls that don't depend on each other (several reads or searches) can go in one \
+reply. Nobody can answer questions: decide on your own. Work efficiently and stop as soon \
+as you can answer. The project you work in is described below."""
+
+
+class ChildPrompt:
+    """A sub-agent's system prompt (kernel.ports.PromptSource): its instructions, then
+    the parent's environment, AGENTS.md and CONTEXT.md (read once for the session:
+    ProjectContext), so that it keeps the project's rules as its parent does."""
+
+    def __init__(self, instructions: str, project: ProjectContext | None) -> None:
+        self._instructions = instructions
+        self._project = project
+        self._prompt: str | None = None
+
+    def system_prompt(self) -> str:
+        if self._prompt is None:  # a child's loop asks from its one thread
+            shared = self._project.for_subagent() if self._project is not None else ""
+            self._prompt = "\n\n".join(part for part in (self._instructions, shared) if part)
+        return self._prompt
 
 
 class SubagentSettings(msgspec.Struct, frozen=True):
@@ -73,6 +93,8 @@ class SubagentFactory(msgspec.Struct):
     """The parent's `--trace`: a sub-agent's lines go there too, under its own name."""
     wrap: Callable[[list[Tool]], list[Tool]] | None = None
     """Put around a sub-agent's tools as around the parent's (hooks, checkpoints)."""
+    project: ProjectContext | None = None
+    """The parent's project sections, shown to a sub-agent too (ChildPrompt)."""
 
     def agent_tool(self) -> AgentTool | None:
         """The `agent` tool for a loop at this depth, or None at the depth limit."""
@@ -95,6 +117,7 @@ class SubagentFactory(msgspec.Struct):
             self.sandbox,
             self.tracer,
             self.wrap,
+            self.project,
         )
         tools = child.toolbox(profile)
         instructions = CHILD_PROMPT
@@ -105,7 +128,7 @@ class SubagentFactory(msgspec.Struct):
             tools,
             self.workspace,
             policy=self.policy,
-            prompt=StaticPrompt(instructions),
+            prompt=ChildPrompt(instructions, self.project),
             max_rounds=self.settings.max_rounds,
             name=f"sub{child.depth}",
             tracer=self.tracer,

@@ -28,3 +28,6 @@ class AgentOptions(msgspec.Struct, frozen=True):
     sandbox: SandboxMode | None = None
     """`--sandbox`; None: `[sandbox] mode` of the user's config, else by the approval
     mode (docs/sandbox.md)."""
+    attended: bool = True
+    """Someone can answer the agent's questions: a terminal client or an editor; `exec`
+    only with `--stdin-replies`. The model is told, and offered only what can run."""

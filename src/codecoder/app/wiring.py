@@ -4,7 +4,7 @@ AgentLoop (the package docstring says who uses it)."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,14 +14,23 @@ from codecoder import paths
 from codecoder.app.options import AgentOptions
 from codecoder.config import ConfigError, Layers, read_toml
 from codecoder.context.compaction import ThreadedCompactor, context_window
-from codecoder.context.prompt import PromptBuilder
+from codecoder.context.prompt import ProjectContext, PromptBuilder
+from codecoder.context.session import SessionFacts
+from codecoder.kernel.cancel import CancelToken
 from codecoder.kernel.events import StatusUpdate
 from codecoder.kernel.journal import Journal
 from codecoder.kernel.loop import AgentLoop
-from codecoder.kernel.ports import PermissionPolicy, ProviderClient, Tool
+from codecoder.kernel.ports import (
+    PermissionPolicy,
+    ProviderClient,
+    ProviderError,
+    ProviderRequest,
+    StreamEvent,
+    Tool,
+)
 from codecoder.kernel.trace import Tracer
 from codecoder.permissions.chain import RulePolicy
-from codecoder.permissions.modes import ApprovalMode, filter_tools
+from codecoder.permissions.modes import ApprovalMode
 from codecoder.tools.environment import ChildEnvironment
 from codecoder.tools.process import ProcessManager
 
@@ -74,13 +83,17 @@ def default_tools(
     sandbox: Sandbox | None = None,
     tracer: Tracer | None = None,
     wrap: Callable[[list[Tool]], list[Tool]] | None = None,
+    project: ProjectContext | None = None,
 ) -> list[Tool]:
     """The main agent's toolbox: files, search, commands, questions, checklist, skills
-    and sub-agents; `sandbox` confines the commands and grep's children, `tracer` gets
-    the sub-agents' lines, `wrap` goes around every tool, the sub-agents' too
-    (checkpoints, hooks: app/control.py)."""
+    (where there are any) and sub-agents; `sandbox` confines the commands and grep's
+    children, `tracer` gets the sub-agents' lines, `wrap` goes around every tool, the
+    sub-agents' too (checkpoints, hooks: app/control.py), and sub-agents are told of
+    the `project` (its environment, AGENTS.md, CONTEXT.md)."""
     from codecoder.app.children import SubagentFactory, SubagentSettings
+    from codecoder.context.files import project_levels
     from codecoder.context.profiles import load_profiles
+    from codecoder.context.skills import has_skills
     from codecoder.tools.ask import AskUserTool
     from codecoder.tools.files import EditFile, ListDir, ReadFile, WriteFile
     from codecoder.tools.search import Glob, Grep
@@ -98,8 +111,9 @@ def default_tools(
         RunCommand(manager, sandbox),
         AskUserTool(),
         TodoWriteTool(),
-        SkillTool(),
     ]
+    if has_skills(project_levels(workspace)):
+        tools.append(SkillTool())
     tools.append(web_fetch(user_config))
     settings = SubagentSettings.from_config(_table(user_config, "subagents"))
     factory = SubagentFactory(
@@ -112,6 +126,7 @@ def default_tools(
         sandbox=sandbox,
         tracer=tracer,
         wrap=wrap,
+        project=project,
     )
     agent = factory.agent_tool()
     if agent is not None:
@@ -208,7 +223,6 @@ def build_provider(
             return ScriptedProvider(load_script(options.script)), SCRIPTED
         except ScriptError as exc:
             raise WiringError(str(exc)) from exc
-    from codecoder.kernel.ports import ProviderError
     from codecoder.providers.registry import resolve
 
     spec = options.model or session_model
@@ -290,8 +304,16 @@ def build_agent(options: AgentOptions, workspace: Path) -> AgentSetup:
     hooks = control.hook_runner(hook_set, manager, workspace, session_id, sandbox)
     kept = control.checkpoints(store, session_id, workspace, log)
     wrap = control.tool_wrapper(kept, hooks)
-    tools = default_tools(
-        workspace, provider, manager, user_config, policy, sandbox=sandbox, tracer=tracer, wrap=wrap
+    tools, prompt = session_toolbox(
+        workspace,
+        provider,
+        manager,
+        user_config,
+        policy,
+        sandbox=sandbox,
+        attended=options.attended,
+        tracer=tracer,
+        wrap=wrap,
     )
     journal = _journal(log, user_config)
     source: ToolSource | None = mcp
@@ -304,11 +326,11 @@ def build_agent(options: AgentOptions, workspace: Path) -> AgentSetup:
         source = StartNotices([StatusUpdate("idle", policy.held_back, "permissions")], source)
     loop = AgentLoop(
         provider if mcp is None else mcp.gate(provider),
-        filter_tools(tools, options.approval),
+        tools,
         workspace,
         policy=policy,
         history=log,
-        prompt=PromptBuilder(workspace),
+        prompt=prompt,
         max_rounds=options.max_rounds,
         tracer=tracer,
         messages=messages,
@@ -425,7 +447,8 @@ def build_sandbox(
     user's config (never a project's), else by the approval mode. A sandbox asked for
     where bwrap cannot run stops the run (WiringError): it is never silently dropped.
     `codecoder mcp list` makes one too, to start the project's servers as a session
-    would."""
+    would. Where nobody can approve a command outside it (nobody `attended`, or
+    never-ask), its failure hints say so instead of suggesting it."""
     from codecoder.sandbox import SandboxUnavailable
     from codecoder.sandbox.runtime import Sandbox
 
@@ -458,6 +481,7 @@ def build_sandbox(
         reads_only=writes_nothing,
         reads_repository=reads_repository,
         roots=policy.scope.roots,
+        escalation=lambda: options.attended and policy.mode != "never-ask",
     )
     try:
         sandbox.check()
@@ -491,7 +515,6 @@ def _child_environment(user_config: dict[str, Any]) -> ChildEnvironment:
         keep, drop = shell.env_keep, shell.env_drop
 
     def key_names() -> set[str]:
-        from codecoder.kernel.ports import ProviderError
         from codecoder.providers.registry import all_providers
 
         try:
@@ -503,10 +526,78 @@ def _child_environment(user_config: dict[str, Any]) -> ChildEnvironment:
     return ChildEnvironment(keep=keep, drop=drop, secret_names=key_names)
 
 
+def session_toolbox(
+    workspace: Path,
+    provider: ProviderClient,
+    manager: ProcessManager,
+    user_config: dict[str, Any],
+    policy: RulePolicy,
+    *,
+    sandbox: Sandbox | None,
+    attended: bool,
+    tracer: Tracer | None = None,
+    wrap: Callable[[list[Tool]], list[Tool]] | None = None,
+) -> tuple[list[Tool], PromptBuilder]:
+    """The tools the model is offered and the prompt that goes with them. Of the main
+    agent's toolbox (default_tools), those a call of which could run in the mode the
+    session starts in (RulePolicy.offers); the prompt names only those, and its last
+    section follows the approval mode and the sandbox as they are at each request."""
+    project = ProjectContext(workspace)
+    every = default_tools(
+        workspace,
+        provider,
+        manager,
+        user_config,
+        policy,
+        sandbox=sandbox,
+        tracer=tracer,
+        wrap=wrap,
+        project=project,
+    )
+    tools = [tool for tool in every if policy.offers(tool, attended=attended)]
+
+    def facts() -> SessionFacts:
+        if sandbox is None:
+            return SessionFacts(policy.mode, attended)
+        return SessionFacts(policy.mode, attended, sandbox.mode(), sandbox.network_state())
+
+    names = [tool.name for tool in tools]
+    return tools, PromptBuilder(workspace, project=project, tools=names, session=facts)
+
+
+def preview_prompt(workspace: Path, mode: ApprovalMode) -> tuple[str, tuple[str, ...]]:
+    """The system prompt a session in `workspace` would get in `mode` from a client a
+    person answers (never-ask: nobody is asked), and its warnings (`codecoder prompt`):
+    built as build_agent builds it, from the same config, rules and sandbox, with no
+    session made and no model asked."""
+    user_config = _user_config()
+    policy = _policy(workspace, mode)
+    sandbox = build_sandbox(AgentOptions(approval=mode), user_config, policy)
+    manager = ProcessManager()
+    try:
+        _, prompt = session_toolbox(
+            workspace, _NoModel(), manager, user_config, policy, sandbox=sandbox, attended=True
+        )
+        return prompt.system_prompt(), prompt.warnings
+    finally:
+        manager.close()
+        sandbox.close()
+
+
+class _NoModel:
+    """The provider of a toolbox that is only shown (`preview_prompt`): its sub-agents
+    never run."""
+
+    def stream(self, request: ProviderRequest, cancel: CancelToken) -> Iterator[StreamEvent]:
+        raise ProviderError("config", "no model: this toolbox is only shown")
+
+
 def demo_agent(provider: ProviderClient, workspace: Path) -> AgentSetup:
     manager = ProcessManager()
     policy = _policy(workspace, "full-auto")
-    tools = default_tools(workspace, provider, manager, {}, policy)
-    loop = AgentLoop(provider, tools, workspace, policy=policy, prompt=PromptBuilder(workspace))
+    tools, prompt = session_toolbox(
+        workspace, provider, manager, {}, policy, sandbox=None, attended=True
+    )
+    loop = AgentLoop(provider, tools, workspace, policy=policy, prompt=prompt)
     session = os.urandom(8).hex()
     return AgentSetup(loop=loop, session_id=session, manager=manager, closers=[manager.close])

@@ -21,6 +21,8 @@ from queue import SimpleQueue
 from types import FrameType
 from typing import IO, TYPE_CHECKING, Any, TypeVar
 
+import msgspec
+
 from codecoder.cli import jsonl
 from codecoder.exitcodes import (
     EXIT_FAILED,
@@ -55,6 +57,13 @@ if TYPE_CHECKING:
     from codecoder.cli.replies import StdinReplies
 
 FLUSH_BYTES = 1 << 16
+NOBODY_TO_APPROVE = (
+    "nobody can approve calls in this run (headless). Don't retry it or get around it "
+    "another way; finish what you can without it and say in your answer what it would "
+    "have needed"
+)
+"""Why a call that asks for approval is refused where nobody answers, said to the model."""
+NOBODY_TO_ANSWER = "(nobody can answer in this run: decide on your own and say what you assumed)"
 
 
 class UsageError(Exception):
@@ -64,6 +73,9 @@ class UsageError(Exception):
 def run_exec(options: ExecOptions) -> int:
     from codecoder.app.wiring import WiringError, build_agent
 
+    options = msgspec.structs.replace(  # nobody answers but through stdin
+        options, agent=msgspec.structs.replace(options.agent, attended=options.stdin_replies)
+    )
     if options.plan is not None:
         from codecoder.cli.plan_exec import run_plan
 
@@ -221,9 +233,9 @@ class _Runner:
             self.replies.expect(event)
             return
         if isinstance(event, ConfirmRequest):
-            event.reply.send(ConfirmReply("deny", "no one is available to approve (headless)"))
+            event.reply.send(ConfirmReply("deny", NOBODY_TO_APPROVE))
         else:
-            event.reply.send("(no user is available to answer; decide yourself)")
+            event.reply.send(NOBODY_TO_ANSWER)
 
     def _write(self, line: bytes) -> None:
         self.buffer.append(line)

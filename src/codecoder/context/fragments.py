@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import date
 from pathlib import Path
 
@@ -23,6 +23,7 @@ import msgspec
 from codecoder import paths
 from codecoder.context.files import KIB, capped_text, display_path, git_dir, read_capped
 from codecoder.context.skills import Skill, SkillCatalogue
+from codecoder.hostgit import changed_files
 
 FILE_CAP = 32 * KIB
 AGENTS_TOTAL_CAP = 64 * KIB
@@ -32,38 +33,83 @@ DESCRIPTION_CAP = 1024
 GIT_STATUS_TIMEOUT = 1.0
 HEAD_CAP = 256
 
-BASE_PROMPT = """\
+CHANGED_FILES_NAMED = 5
+CHANGED_NAME_CAP = 100
+SHELL = "bash"
+"""What run_command runs a command line with (tools/shell.py: `bash -c`)."""
+
+_INTRO = """\
 You are CodeCoder, a coding agent working in the user's terminal on the project described \
 below. You help with software engineering: reading and changing code, running builds and \
-tests, finding bugs, explaining what you find.
+tests, finding bugs, explaining what you find."""
 
-# How to work
-- Look before you change: read the relevant files and search the code (read_file, \
-list_dir, glob, grep) instead of guessing what they contain.
-- Change existing files with edit_file, which replaces an exact piece of text: read the \
-file first so the text you replace matches it. Create new files only when the task needs \
-them.
-- Run commands with run_command. After a change, run the tests or build that cover it \
-and fix what fails. Never claim something works without having run it; say so when you \
-could not.
-- Stay on the task: follow the project's conventions and style, leave unrelated code \
-alone, and don't add files, dependencies or refactors nobody asked for.
-- For work of several steps, keep a checklist with todo_write and update it as you go.
-- If skills are listed below and one matches the task, load it with the skill tool first.
+_HOW_TO_WORK: tuple[tuple[str, str], ...] = (
+    (
+        "",
+        "Look before you change: read the relevant files and search the code (read_file, "
+        "list_dir, glob, grep) instead of guessing what they contain. Calls that don't "
+        "depend on each other (several reads or searches) can go in one reply.",
+    ),
+    (
+        "edit_file",
+        "Change existing files with edit_file, which replaces an exact piece of text: read "
+        "the file first so the text you replace matches it.",
+    ),
+    ("write_file", "Create new files (write_file) only when the task needs them."),
+    (
+        "run_command",
+        "Run commands with run_command. After a change, run the tests or build that cover "
+        "it. Never claim something works without having run it; say so when you could not.",
+    ),
+    (
+        "",
+        "Keep going until the task is done; don't stop at a plan or a partial fix you could "
+        "finish. When something fails, find and fix the cause: don't rerun it unchanged or "
+        "weaken a test to pass. Tests that failed before your change and have nothing to do "
+        "with it are not yours to fix: mention them.",
+    ),
+    (
+        "",
+        "Stay on the task: follow the project's conventions and style, leave unrelated code "
+        "alone, and don't add files, dependencies or refactors nobody asked for.",
+    ),
+    (
+        "",
+        "Changes in the working tree that you did not make are the user's: never revert, "
+        "overwrite or discard them (git checkout, restore, stash, reset) unless asked.",
+    ),
+    (
+        "todo_write",
+        "For work of several steps, keep a checklist with todo_write and update it as you go.",
+    ),
+    ("skill", "If a skill listed below matches the task, load it with the skill tool first."),
+)
+"""The lines of "How to work", each with the tool it is about ("": always said): a line
+about a tool the session does not offer would send the model after a call that cannot
+be made."""
 
+_PERMISSIONS = """\
 # Tools and permissions
-Every tool call is checked against the user's permission rules: it may run, wait for \
-the user's approval, or be refused. A refusal comes back to you as an error with the \
-reason. Don't repeat a refused call or get around it another way; change your approach \
-or ask the user. Never run destructive commands (deleting what you did not create, \
-`git reset --hard`, force pushes, touching files outside the project) unless the user \
-asked for exactly that.
+Every tool call is checked against the user's permission rules. A refusal comes back \
+to you as an error with the reason, and the same call would be refused again: don't \
+repeat it or get around it another way (another tool, a script); change your approach, \
+or finish without it and say what it would have needed. Never run destructive commands \
+(deleting what you did not create, `git reset --hard`, force pushes, touching files \
+outside the project) unless the user asked for exactly that."""
 
+_ANSWERING = """\
 # Answering
 Be concise and direct; the user reads you in a terminal. Skip preamble and flattery. \
 Refer to code as path:line. When you are done, say in a few lines what you changed and \
-how you checked it. If the request is ambiguous or risky, ask one short question instead \
-of guessing."""
+how you checked it."""
+
+
+def base_prompt(tools: Collection[str] | None = None) -> str:
+    """Who the agent is and how it works, naming only the `tools` offered (None: all)."""
+    lines = [
+        f"- {line}" for tool, line in _HOW_TO_WORK if not tool or tools is None or tool in tools
+    ]
+    return "\n\n".join([_INTRO, "# How to work\n" + "\n".join(lines), _PERMISSIONS, _ANSWERING])
 
 
 class Source(msgspec.Struct, frozen=True):
@@ -83,6 +129,7 @@ def environment(cwd: Path, root: Path | None, today: date) -> str:
         "# Environment",
         f"Working directory: {cwd}",
         f"Git repository: {git_summary(root)}",
+        f"Shell: {SHELL}",
         f"Platform: {_platform()}",
         f"Date: {today.isoformat()}",
     ]
@@ -123,22 +170,30 @@ def _head(root: Path) -> str:
 
 
 def _changes(root: Path) -> str:
-    changed = _changed_files(root)
+    """The uncommitted changes, naming the first few files: the model must know which
+    files hold the user's own work before it touches them. A confined command may have
+    written the repository (a filter in its config would run on the host here), so git
+    looks at it through a git dir of ours, which names no program (hostgit.py)."""
+    changed = changed_files(root, timeout=GIT_STATUS_TIMEOUT)
     if changed is None:
         return "uncommitted changes unknown (git status unavailable)"
-    if changed == 0:
+    if not changed:
         return "no uncommitted changes"
-    return f"uncommitted changes in {changed} file{'s' if changed != 1 else ''}"
+    count = len(changed)
+    named = ", ".join(map(_shown_name, changed[:CHANGED_FILES_NAMED]))
+    more = f" and {count - CHANGED_FILES_NAMED} more" if count > CHANGED_FILES_NAMED else ""
+    return f"uncommitted changes in {count} file{'s' if count != 1 else ''}: {named}{more}"
 
 
-def _changed_files(root: Path) -> int | None:
-    """Lines of `git status --porcelain`, None when git is missing, fails or is slow.
-    The repository may have been written by a confined command (a filter in its config
-    would run on the host here), so git looks at it through a git dir of ours
-    (hostgit.py), which names no program."""
-    from codecoder.hostgit import changed_files
+_UNSHOWN = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
 
-    return changed_files(root, timeout=GIT_STATUS_TIMEOUT)
+
+def _shown_name(path: str) -> str:
+    """A path as one line of the prompt: whoever named the file chose its characters,
+    so control characters (a newline would start a line of its own) and bytes that are
+    not UTF-8 show as `?`, and a long name is cut."""
+    shown = _UNSHOWN.sub("?", path)
+    return shown if len(shown) <= CHANGED_NAME_CAP else shown[: CHANGED_NAME_CAP - 1] + "…"
 
 
 # --- AGENTS.md and CONTEXT.md ----------------------------------------------------------

@@ -1,59 +1,118 @@
 """PromptBuilder: the system prompt of one session (kernel.ports.PromptSource).
 
-Everything in it is read once, on the first request, and kept: AGENTS.md and the rest
-do not change under a running session often enough to pay for re-reading them on every
-request, and a stable prompt keeps the provider's prompt cache warm. The date and git
-state are those of the session's start. `warnings` names what had to be left out.
+What the project contributes (environment, AGENTS.md and the rest: `ProjectContext`) is
+read once, on the first request, and kept: those files do not change under a running
+session often enough to pay for re-reading them on every request, and a stable prompt
+keeps the provider's prompt cache warm. The date and git state are those of the
+session's start. Sub-agents share the same ProjectContext, so their prompts cost no
+second read. Only the session section (context/session.py) is looked at again on each
+request, since the approval mode can change; its text is kept per state.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Collection
 from datetime import date
 from pathlib import Path
 
+import msgspec
+
 from codecoder.context import fragments
 from codecoder.context.files import levels, workspace_path
+from codecoder.context.session import SessionFacts, describe
 from codecoder.context.skills import discover_skills
 from codecoder.hostgit import repository_top
 
 
-class PromptBuilder:
-    """Assembles base prompt, environment, AGENTS.md, CONTEXT.md and the skills index
-    for `workspace` (the folder a turn runs in), in that order (docs/prompt.md)."""
+class ProjectSections(msgspec.Struct, frozen=True):
+    environment: str
+    agents_md: str
+    context_md: str
+    skills: str
+    warnings: tuple[str, ...]
+    """What was left out and why (malformed front matter, unreadable files), one line
+    each."""
+
+
+class ProjectContext:
+    """The project's sections for `workspace`, assembled at the first call and kept.
+    Thread-safe: sub-agents ask from their own threads."""
 
     def __init__(self, workspace: Path | str) -> None:
         self.workspace = workspace_path(workspace)
         self._lock = threading.Lock()
-        self._prompt: str | None = None
-        self._warnings: tuple[str, ...] = ()
+        self._sections: ProjectSections | None = None
+
+    def sections(self) -> ProjectSections:
+        with self._lock:
+            if self._sections is None:
+                self._sections = assemble(self.workspace, date.today())
+            return self._sections
+
+    def for_subagent(self) -> str:
+        """What a sub-agent is told of the project: the environment, AGENTS.md and
+        CONTEXT.md (it has no skill tool, so no skills index)."""
+        found = self.sections()
+        return _join([found.environment, found.agents_md, found.context_md])
+
+
+class PromptBuilder:
+    """Base prompt (naming only the `tools` offered; None: all), environment, AGENTS.md,
+    CONTEXT.md, skills index, and the section `session` describes, in that order
+    (docs/prompt.md)."""
+
+    def __init__(
+        self,
+        workspace: Path | str,
+        *,
+        project: ProjectContext | None = None,
+        tools: Collection[str] | None = None,
+        session: Callable[[], SessionFacts] | None = None,
+    ) -> None:
+        self.project = project if project is not None else ProjectContext(workspace)
+        self._tools = frozenset(tools) if tools is not None else None
+        self._session = session
+        self._lock = threading.Lock()
+        self._head: str | None = None
+        self._prompts: dict[SessionFacts, str] = {}
 
     def system_prompt(self) -> str:
+        facts = self._session() if self._session is not None else None
         with self._lock:
-            if self._prompt is None:
-                self._prompt, self._warnings = assemble(self.workspace, date.today())
-            return self._prompt
+            if self._head is None:
+                found = self.project.sections()
+                base = fragments.base_prompt(self._tools)
+                self._head = _join(
+                    [base, found.environment, found.agents_md, found.context_md, found.skills]
+                )
+            if facts is None:
+                return self._head
+            prompt = self._prompts.get(facts)
+            if prompt is None:
+                section = describe(facts, self._tools)
+                prompt = self._prompts[facts] = _join([self._head, section])
+            return prompt
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        """What was left out of the prompt and why (malformed front matter, unreadable
-        files), one line each; assembling the prompt first if needed."""
-        self.system_prompt()
-        return self._warnings
+        """What was left out of the prompt and why, assembling it first if needed."""
+        return self.project.sections().warnings
 
 
-def assemble(cwd: Path, today: date) -> tuple[str, tuple[str, ...]]:
-    """The prompt text and its warnings."""
+def assemble(cwd: Path, today: date) -> ProjectSections:
     root = repository_top(cwd)
     chain = levels(cwd, root)
     warnings: list[str] = []
     catalogue = discover_skills(chain)
-    sections = [
-        fragments.BASE_PROMPT,
-        fragments.environment(cwd, root, today),
-        fragments.agents_md(fragments.agents_md_sources(chain), warnings),
-        fragments.context_md(fragments.context_md_sources(chain), warnings),
-        fragments.skills_index(catalogue),
-    ]
-    prompt = "\n\n".join(section for section in sections if section)
-    return prompt, (*warnings, *catalogue.warnings)
+    return ProjectSections(
+        environment=fragments.environment(cwd, root, today),
+        agents_md=fragments.agents_md(fragments.agents_md_sources(chain), warnings),
+        context_md=fragments.context_md(fragments.context_md_sources(chain), warnings),
+        skills=fragments.skills_index(catalogue),
+        warnings=(*warnings, *catalogue.warnings),
+    )
+
+
+def _join(sections: list[str]) -> str:
+    return "\n\n".join(section for section in sections if section)

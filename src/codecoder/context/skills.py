@@ -81,6 +81,12 @@ def skill_roots(levels: Sequence[Path]) -> list[tuple[Path, Path]]:
     ]
 
 
+def has_skills(levels: Sequence[Path]) -> bool:
+    """Whether any skill root holds a `*/SKILL.md` (a few folder reads, no file read):
+    without one the session offers no `skill` tool."""
+    return any(_skill_files(root) for root, _ in skill_roots(levels))
+
+
 def discover_skills(levels: Sequence[Path]) -> SkillCatalogue:
     """Every `*/SKILL.md` under the skill roots; `levels` run from the repository root
     down to the workspace (files.project_levels)."""

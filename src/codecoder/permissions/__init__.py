@@ -8,14 +8,13 @@ docs/permissions.md is the user's guide.
 """
 
 from codecoder.permissions.chain import RulePolicy
-from codecoder.permissions.modes import MODES, ApprovalMode, filter_tools, parse_mode
+from codecoder.permissions.modes import MODES, ApprovalMode, parse_mode
 from codecoder.permissions.trust import is_trusted, trust
 
 __all__ = [
     "MODES",
     "ApprovalMode",
     "RulePolicy",
-    "filter_tools",
     "is_trusted",
     "parse_mode",
     "trust",

@@ -59,6 +59,7 @@ from codecoder.permissions.modes import NEEDS_A_PERSON, ApprovalMode
 from codecoder.permissions.paths import is_inside
 from codecoder.permissions.rules import (
     COMMAND_TOOL,
+    EDIT_FAMILY,
     UNSANDBOXED,
     PathPattern,
     Rule,
@@ -78,8 +79,12 @@ from codecoder.permissions.trust import (
 _STRICTNESS = {"allow": 0, "ask": 1, "deny": 2}
 _WILDCARD = re.compile(r"[*?\[]")
 _NOBODY_TO_ASK = (
-    "nobody can answer in this run (--approval never-ask): decide on your own and say "
-    "in your reply what you assumed"
+    "nobody can answer in this run (never-ask): decide on your own and say in your "
+    "answer what you assumed"
+)
+_ONLY_READS = (
+    "this session may only read (read-only mode): don't retry it or change files another "
+    "way; describe the change in your answer instead"
 )
 
 
@@ -182,12 +187,41 @@ class RulePolicy:
         """Switched by a client (ACP session modes) between turns or mid-turn."""
         self._mode = mode
 
+    # --- offer ---------------------------------------------------------------------
+
+    def offers(self, tool: Tool, *, attended: bool) -> bool:
+        """Whether some call of `tool` could run in the current mode, so that it is worth
+        offering to the model: a tool whose every call is refused only costs its schema
+        and a wasted round. A deny rule naming the whole tool takes it away in every
+        mode; read-only mode offers what reads (and run_command, for commands that
+        read). Where a call that needs approval cannot get it (`attended` False: nobody
+        to answer; never-ask: nobody is asked), a tool is offered when the mode or an
+        allow rule lets some call of it run without asking."""
+        mode = self._mode
+        levels = [level for _, level in self._levels()]
+        if any(r.pattern is None and r.names(tool.name) for lv in levels for r in lv.deny):
+            return False
+        if mode == "read-only":
+            if tool.name in NEEDS_A_PERSON:
+                return attended
+            return tool.risk == "read" or tool.name == COMMAND_TOOL
+        if attended and mode != "never-ask":
+            return True
+        if tool.name in NEEDS_A_PERSON:
+            return False
+        if tool.risk == "read" or tool.name == COMMAND_TOOL:  # the read-only list runs
+            return True
+        if tool.risk == "write" and mode in ("auto-edit", "full-auto"):
+            return True
+        families = _edit_family(tool)
+        return any(rule.names(tool.name, families) for level in levels for rule in level.allow)
+
     # --- decide --------------------------------------------------------------------
 
     def decide(self, tool: Tool, call: ToolCall) -> Decision:
         mode = self._mode
         if mode == "read-only" and tool.risk != "read" and tool.name != COMMAND_TOOL:
-            return Decision("deny", f"{tool.name} is not available in read-only mode", level="mode")
+            return Decision("deny", f"{tool.name}: {_ONLY_READS}", level="mode")
         if mode == "never-ask" and tool.name in NEEDS_A_PERSON:
             return Decision("deny", _NOBODY_TO_ASK, level="mode")
         parts = analyse(tool, call, self.scope)
@@ -197,7 +231,7 @@ class RulePolicy:
         if mode == "read-only" and tool.name == COMMAND_TOOL:
             writer = next((p for p in parts if not _only_reads(p)), None)
             if writer is not None:
-                reason = f"read-only mode runs only plain reads: {_describe(writer)}"
+                reason = f"{_describe(writer)} may change something, and {_ONLY_READS}"
                 return Decision("deny", reason, level="mode", parts=described)
         escalated = is_escalation(tool, call)
         with self._lock:
@@ -270,7 +304,7 @@ class RulePolicy:
             decided = _level_decision(RuleSet(allow=_escalation_rules(level.allow)), part)
             if decided is not None:
                 return msgspec.structs.replace(decided, level=name)
-        reason = f"{what} outside the sandbox (sandbox: false): only you can allow that"
+        reason = f"{what} outside the sandbox (sandbox: false): only the user can allow that"
         return Decision("ask", reason, level="default")
 
     def _levels(self) -> tuple[tuple[DecisionLevel, RuleSet], ...]:
@@ -436,6 +470,11 @@ def _level_decision(level: RuleSet, part: Part) -> Decision | None:
     return None
 
 
+def _edit_family(tool: Tool) -> tuple[str, ...]:
+    """`edit(…)` rules name every file tool that writes (the tools that write are)."""
+    return (EDIT_FAMILY,) if tool.risk == "write" else ()
+
+
 def _only_reads(part: Part) -> bool:
     if isinstance(part, CommandPart):
         return part.read_only
@@ -504,8 +543,10 @@ def _rule_text(part: Part) -> str | None:
 
 
 def _never_ask_reason(reason: str) -> str:
+    """What a refusal in never-ask mode means for the model: the same call would be
+    refused again, and nobody will change that during the run."""
     return (
-        f"needs approval ({reason}), and this run does not ask (--approval never-ask). "
-        "Rerun with --approval ask or full-auto, or add an allow rule under [permissions] "
-        "in .codecoder/config.toml."
+        f"needs approval ({reason}), and nobody can approve calls in this run (never-ask). "
+        "Don't retry it or get around it another way; finish what you can without it and "
+        "say in your answer what it would have needed."
     )

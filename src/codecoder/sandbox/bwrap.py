@@ -71,6 +71,9 @@ class Confinement(msgspec.Struct, frozen=True):
     """A folder of the host mounted as /tmp (the session's own); None: an empty one."""
     reads_only: bool = False
     """Read-only because the command line looked so, in a workspace-write session."""
+    escalation: bool = True
+    """Whether someone could allow the command to run again unconfined (`sandbox:
+    false`): not in a run where nobody answers. Said to the model by sandbox/hints.py."""
 
     def roots(self) -> tuple[str, ...]:
         """The real paths of the workspace and the extra roots (those that exist: one

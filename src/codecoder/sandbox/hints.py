@@ -4,10 +4,13 @@ Read from the output of a command that failed: "Read-only file system" (EROFS: a
 outside the writable places, or into `.git`, `.codecoder`, a git-shaped folder),
 "Permission denied" naming a masked place (EACCES), a path of the host's /tmp that the
 sandbox's own /tmp does not have, and, with the network off, the ways programs say a
-host cannot be reached. The hint names what the sandbox blocks and how to
-ask for more (`sandbox: false`, which the user is asked to allow; for a hook, which is
-the user's own command, the hook's `sandbox = false`). It is a hint, not a
-diagnosis: a command may fail for those reasons outside a sandbox too.
+host cannot be reached or that nothing listens (on the sandbox's own localhost). The
+hint names what the sandbox blocks and how to ask for more (`sandbox: false`, which the
+user is asked to allow, or, where nobody can allow it, doing without; for a hook, which
+is the user's own command, the hook's `sandbox = false`). It is a hint, not a
+diagnosis: a command may fail for those reasons outside a sandbox too; but each sign is
+matched only where it means that failure (tests/sandbox/test_hints.py holds the
+look-alikes: `ModuleNotFoundError` is no name lookup).
 """
 
 from __future__ import annotations
@@ -19,37 +22,56 @@ from codecoder.sandbox.bwrap import Confinement
 
 _TMP_PATH = re.compile(r"/tmp/[^\s:'\"`,;()]+")
 
-NETWORK_SIGNS = (
-    "network is unreachable",
-    "could not resolve host",
-    "temporary failure in name resolution",
-    "name or service not known",
-    "name resolution",
-    "getaddrinfo",
-    "eai_again",
-    "enotfound",
-    "no address associated with hostname",
-    "failed to establish a new connection",
-    "connection refused",
-    "couldn't connect to server",
-    "could not connect to",
-    "unable to access 'http",
-    "network unreachable",
+NETWORK_SIGNS = re.compile(
+    "|".join(
+        (
+            r"network is unreachable",
+            r"network unreachable",
+            r"could not resolve host",  # curl, git
+            r"unable to resolve host address",  # wget
+            r"temporary failure in name resolution",
+            r"name or service not known",
+            r"no address associated with hostname",
+            r"failed to establish a new connection",  # urllib3, pip
+            r"\bgetaddrinfo\b",
+            r"\beai_again\b",
+            r"\benotfound\b",  # npm; a word: "ModuleNotFoundError" holds "enotfound"
+        )
+    )
 )
+"""How programs say a host cannot be reached. Error codes are matched as whole words:
+as substrings they occur inside the names of unrelated errors."""
+
+REFUSED_SIGNS = re.compile(r"connection refused|\beconnrefused\b|couldn't connect to server")
+"""How programs say nothing listens: without the network that is a loopback address (a
+remote one is unreachable), the sandbox's own, where the host's servers are not."""
 
 _ASK = (
     "If the command needs it, run it again with `sandbox: false` (the user is asked "
     "first) or do without it."
 )
+_NOBODY_TO_ASK = (
+    "Nobody can allow more in this run (`sandbox: false` would be refused): do without "
+    "it, and say in your answer what could not run."
+)
 
 
 def failure_hint(
-    output: str, confinement: Confinement, masked: tuple[str, ...] = (), *, remedy: str = _ASK
+    output: str,
+    confinement: Confinement,
+    masked: tuple[str, ...] = (),
+    *,
+    remedy: str | None = None,
 ) -> str | None:
     """One line for the model when `output` (of a command that failed) shows a write,
     read or connection the sandbox blocks; None when nothing points to the sandbox.
     `masked` are the hidden places (real paths); `remedy` says how to get more (a
-    hook's line is for the user, who alone can take it out: hooks/runner.py)."""
+    hook's line is for the user, who alone can take it out: hooks/runner.py). By
+    default it is to ask for `sandbox: false` where someone could allow it
+    (`confinement.escalation`), else to do without: a hint must not send the model
+    after a call that is refused."""
+    if remedy is None:
+        remedy = _ASK if confinement.escalation else _NOBODY_TO_ASK
     text = output.lower()
     if "read-only file system" in text:
         if confinement.reads_only:
@@ -75,10 +97,18 @@ def failure_hint(
             "[sandbox: /tmp is the sandbox's own (it lasts for the session); the host's "
             f"/tmp outside the workspace is not there. {remedy}]"
         )
-    if not confinement.network and any(sign in text for sign in NETWORK_SIGNS):
+    if confinement.network:
+        return None
+    if NETWORK_SIGNS.search(text):
         return (
             "[sandbox: the network is off for commands (the user can allow it for some "
             f"commands with [sandbox] network_allow). {remedy}]"
+        )
+    if REFUSED_SIGNS.search(text):
+        return (
+            "[sandbox: commands have their own localhost, without the network: a server "
+            "running on the host is not reachable; one this same command starts is. "
+            f"{remedy}]"
         )
     return None
 

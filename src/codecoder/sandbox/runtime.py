@@ -55,6 +55,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Literal
 
 from codecoder.boundary import is_inside
 from codecoder.sandbox import SandboxMode, SandboxUnavailable
@@ -83,8 +84,12 @@ class Sandbox:
         bwrap: str | None = None,
         roots: Sequence[Path] = (),
         prober: Callable[[str | None], Probe] = checked,
+        escalation: Callable[[], bool] = lambda: True,
     ) -> None:
         self.explicit: SandboxMode | None = mode
+        self.escalation = escalation
+        """Whether someone could allow a command to run unconfined now (the approval
+        mode can change during a session): Confinement.escalation."""
         self.network = network
         self._approval = approval
         self._network_for = network_for
@@ -99,6 +104,12 @@ class Sandbox:
         self._noticed = False
         self._tmp: str | None = None
         self._closed = False
+
+    def network_state(self) -> Literal["off", "some", "on"]:
+        """The network of confined commands: on for all, for some (`network_for`), off."""
+        if self.network:
+            return "on"
+        return "some" if self._network_for is not None else "off"
 
     def probe(self) -> Probe:
         """The bwrap given, else the one on PATH outside `roots` (the session's workspace
@@ -202,6 +213,7 @@ class Sandbox:
             bwrap=self._path(),
             tmp=self._session_tmp((workspace, *extra_roots)),
             reads_only=reads_only,
+            escalation=self.escalation(),
         )
 
     def _guards_git_read(self, command: str | None, where: Path) -> bool:
