@@ -269,7 +269,7 @@ def test_without_git_file_tools_keep_checkpoints_and_commands_say_they_cannot(
     assert result.returncode == 0, result.stderr
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     statuses = [x["detail"] for x in lines if x["type"] == "status_update"]
-    assert any("could not keep a checkpoint (git is not installed" in s for s in statuses)
+    assert any("no checkpoint of this command (git is not installed" in s for s in statuses)
     assert [x["status"] for x in lines if x["type"] == "tool_finished"] == ["success", "success"]
     done = undo(workspace)
     assert done.returncode == 0, done.stderr

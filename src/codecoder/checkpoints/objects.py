@@ -68,13 +68,16 @@ def _copy_new(source: Path, target: Path) -> None:
     import shutil
 
     flags = os.O_NOFOLLOW | os.O_CLOEXEC
+    made = False
     try:
-        with (
-            open(os.open(source, os.O_RDONLY | flags), "rb") as reader,
-            open(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | flags, 0o600), "wb") as out,
-        ):
-            shutil.copyfileobj(reader, out)
+        with open(os.open(source, os.O_RDONLY | flags), "rb") as reader:
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | flags, 0o600)
+            made = True
+            with open(fd, "wb") as out:
+                shutil.copyfileobj(reader, out)
     except OSError as exc:
+        if made:  # ours, half written (a full disk): nobody else may find it
+            target.unlink(missing_ok=True)
         raise StoreError(f"cannot make {target} from {source}: {exc.strerror}") from exc
 
 
@@ -191,9 +194,10 @@ class ObjectStore:
         instead of two (`run_command`'s snapshot before it is on the turn's path; the tree
         is written while the command runs, off it). The caller holds `locked`. A cancel
         kills git at once, a large tree takes seconds (raises Cancelled)."""
-        self.git("add", "--all", "--", ".", cancel=cancel)
-        copy = self.dir / f"index.before-{os.getpid()}-{next(_copies)}"
-        _copy_new(self.dir / "index", copy)
+        with self._cleaning():
+            self.git("add", "--all", "--", ".", cancel=cancel)
+            copy = self.dir / f"index.before-{os.getpid()}-{next(_copies)}"
+            _copy_new(self.dir / "index", copy)
         return copy
 
     def tree_of(self, index: Path) -> str:
@@ -205,7 +209,9 @@ class ObjectStore:
         try:
             live = self.dir / "index"
             same = live.read_bytes() == index.read_bytes()
-            return self.git("write-tree", index=None if same else index).stdout.decode().strip()
+            with self._cleaning():
+                written = self.git("write-tree", index=None if same else index)
+            return written.stdout.decode().strip()
         finally:
             index.unlink(missing_ok=True)
 
@@ -213,7 +219,8 @@ class ObjectStore:
         """Snapshot the work tree again and say which files differ from the snapshot
         `before`: (path, before, after). One walk, and one diff of the index against
         `before` (no second tree is written)."""
-        self.git("add", "--all", "--", ".")
+        with self._cleaning():
+            self.git("add", "--all", "--", ".")
         raw = self.git("diff-index", "--cached", "-z", "--raw", "--no-renames", before).stdout
         found: list[tuple[str, FileState | None, FileState | None]] = []
         fields = raw.split(b"\0")
@@ -222,6 +229,33 @@ class ObjectStore:
             old_mode, new_mode, old_sha, new_sha, _ = meta.lstrip(b":").decode().split(" ")
             found.append((os.fsdecode(name), _state(old_mode, old_sha), _state(new_mode, new_sha)))
         return found
+
+    @contextlib.contextmanager
+    def _cleaning(self) -> Iterator[None]:
+        """A git process that fails while it writes (a full disk, a cancel, a timeout)
+        leaves what it was writing: a temporary pack (`git add` streams a file over
+        `core.bigFileThreshold` into one) or loose object, megabytes that nothing will
+        ever use and that, on a full disk, made every later write fail, the session
+        store's too. They are removed before the failure goes on. The caller holds
+        `locked`, so no other git of ours is writing them."""
+        try:
+            yield
+        except BaseException:
+            self.discard_temporaries()
+            raise
+
+    def discard_temporaries(self) -> None:
+        """Remove what git processes that did not finish left in the store (see
+        `_cleaning`; the caller holds `locked`)."""
+        objects = self.dir / "objects"
+        for leftover in (
+            *objects.glob("pack/tmp_*"),
+            *objects.glob("pack/.tmp-*"),
+            *objects.glob("??/tmp_obj_*"),
+            *objects.glob("tmp_obj_*"),
+            self.dir / "index.lock",
+        ):
+            leftover.unlink(missing_ok=True)
 
     @contextlib.contextmanager
     def locked(self, cancel: CancelToken | None = None) -> Iterator[None]:
@@ -252,8 +286,8 @@ class ObjectStore:
         index: Path | None = None,
     ) -> subprocess.CompletedProcess[bytes]:
         """Run git on our store (on `index` instead of our index); `cancel` kills it (then
-        Cancelled is raised, and the index lock a killed `git add` leaves is removed: the
-        caller holds `locked`)."""
+        Cancelled is raised; what a killed `git add` leaves, its index lock too, is
+        removed by `_cleaning`)."""
         self.ensure()
         env = self.environment()
         if index is not None:
@@ -284,7 +318,6 @@ class ObjectStore:
             if forget is not None:
                 forget()
         if cancel is not None and cancel.is_cancelled():
-            (self.dir / "index.lock").unlink(missing_ok=True)
             raise Cancelled(cancel.reason)
         result = subprocess.CompletedProcess(proc.args, proc.returncode, stdout, stderr)
         if check and result.returncode != 0:

@@ -20,14 +20,18 @@ that change files:
 
 A file changed and changed back within a turn drops out; a turn with nothing left keeps
 no row. A failure to keep a checkpoint never fails the call: the model's work goes on,
-and a `checkpoint` status line says that /undo will not cover it.
+and one `checkpoint` status line says that /undo will not cover that command (or file).
+A failure of the snapshot after a command is found off the turn's path, so it is said
+where the loop looks next (`CheckpointNotices`: before the next request or the turn's
+Done) or at the next call that may change a file, whichever comes first; one found after
+the session's last turn ended is left to `unsaid` (exec prints it).
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +41,7 @@ from codecoder.checkpoints.objects import LOCK_POLL, FileState, ObjectStore, Sto
 from codecoder.kernel.cancel import Cancelled
 from codecoder.kernel.events import StatusUpdate
 from codecoder.kernel.messages import ToolResult
-from codecoder.kernel.ports import Tool, ToolContext
+from codecoder.kernel.ports import Tool, ToolContext, ToolSource
 from codecoder.tools.base import ToolWrapper
 
 FILE_TOOLS = frozenset({"write_file", "edit_file"})
@@ -90,12 +94,12 @@ class Checkpoints:
         self._lock = threading.Lock()
         self._turn = -1
         self._changes: dict[str, FileChange] = {}
-        self._warned = False
         self._after: list[threading.Thread] = []
         """Snapshots after commands, still being taken (off the turn's path)."""
-        self._failed: list[BaseException] = []
-        """What went wrong in them, said at the next call (on its ToolContext, so the
-        record and a replay see it where the live run did)."""
+        self._failed: list[str] = []
+        """Commands whose snapshot after them failed, not said yet: each is said once,
+        through the loop (`take_notices`, `settle`), so the record and a replay see it
+        where the live run did."""
 
     # --- around a call ---------------------------------------------------------------------
 
@@ -121,9 +125,11 @@ class Checkpoints:
                         self.objects.write_blob(old)
                     self._note([(rel, before, after)], self.turn())
             except (OSError, StoreError) as exc:
-                self._warn(ctx, exc)
+                _say(ctx, f"no checkpoint of {rel} ({exc}): /undo will not restore it")
 
-    def around_command(self, run: Callable[[], ToolResult], ctx: ToolContext) -> ToolResult:
+    def around_command(
+        self, run: Callable[[], ToolResult], ctx: ToolContext, *, command: str = ""
+    ) -> ToolResult:
         """Run a command, keeping what it changed in the work tree. The snapshot before
         it is taken first (one git process); the rest on a thread of its own: the tree of
         that snapshot while the command runs, the snapshot after it and the diff once it
@@ -134,11 +140,13 @@ class Checkpoints:
             with self.objects.locked(ctx.cancel):
                 before = self.objects.index_now(ctx.cancel)
         except (OSError, StoreError) as exc:
-            self._warn(ctx, exc)
+            _say(ctx, f"no checkpoint of this command ({exc}): {NOT_COVERED}")
             return run()
         ended = threading.Event()
         after = threading.Thread(
-            target=self._take_after, args=(before, self.turn(), ended), name="checkpoint-after"
+            target=self._take_after,
+            args=(before, self.turn(), ended, _brief(command)),
+            name="checkpoint-after",
         )
         after.start()  # writes the tree of `before` while the command runs
         try:
@@ -148,7 +156,7 @@ class Checkpoints:
             with self._lock:  # only now: nobody waits for it while the command runs
                 self._after.append(after)
 
-    def _take_after(self, before: Path, turn: int, ended: threading.Event) -> None:
+    def _take_after(self, before: Path, turn: int, ended: threading.Event, command: str) -> None:
         try:
             with self.objects.locked():
                 tree = self.objects.tree_of(before)
@@ -157,8 +165,9 @@ class Checkpoints:
                 changed = self.objects.changes_since(tree)
             self._note(changed, turn)
         except (OSError, StoreError) as exc:
+            line = f"no checkpoint of the command {command} ({exc}): {NOT_COVERED}"
             with self._lock:
-                self._failed.append(exc)
+                self._failed.append(line)
 
     def settle(self, ctx: ToolContext | None = None) -> None:
         """Wait for the snapshots after commands still being taken; a failure among them
@@ -174,14 +183,28 @@ class Checkpoints:
                         self._after[:0] = pending[index:]
                     raise Cancelled(ctx.cancel.reason)
             thread.join()
+        if ctx is not None:
+            for line in self.take_notices():
+                _say(ctx, line.detail)
+
+    def take_notices(self) -> list[StatusUpdate]:
+        """The failures of snapshots after commands found so far and not said yet (never
+        waits for one still being taken)."""
         with self._lock:
             failed, self._failed = self._failed, []
-        if failed and ctx is not None:
-            self._warn(ctx, failed[0])
+        return [StatusUpdate("running_tool", line, notice="checkpoint") for line in failed]
 
     def close(self) -> None:
         """The session ends: what is still being taken is kept first."""
         self.settle()
+
+    def with_notices(self, inner: ToolSource | None) -> ToolSource:
+        """`inner` (the session's other ToolSource) with these checkpoints' notices."""
+        return CheckpointNotices(self, inner)
+
+    def unsaid(self) -> list[str]:
+        """After `close`: the failures found when no turn was left to say them."""
+        return [notice.detail for notice in self.take_notices()]
 
     # --- the turn's changes ----------------------------------------------------------------
 
@@ -217,17 +240,35 @@ class Checkpoints:
             return None
         return rel.as_posix()
 
-    def _warn(self, ctx: ToolContext, exc: BaseException) -> None:
-        if self._warned:
-            return
-        self._warned = True
-        ctx.emit(
-            StatusUpdate(
-                "running_tool",
-                f"could not keep a checkpoint ({exc}): /undo will not cover it",
-                notice="checkpoint",
-            )
-        )
+
+class CheckpointNotices:
+    """A ToolSource whose tools are `inner`'s (none without one) and whose notices add
+    the commands whose checkpoint was lost (`Checkpoints.take_notices`)."""
+
+    def __init__(self, checkpoints: Checkpoints, inner: ToolSource | None) -> None:
+        self.checkpoints = checkpoints
+        self.inner = inner
+
+    def tools(self) -> Sequence[Tool]:
+        return self.inner.tools() if self.inner is not None else ()
+
+    def notices(self) -> Sequence[StatusUpdate]:
+        found = list(self.inner.notices()) if self.inner is not None else []
+        return found + self.checkpoints.take_notices()  # the loop says them in its state
+
+
+NOT_COVERED = "/undo will not restore what it changed"
+BRIEF = 60
+"""Characters of a command that name it in a notice."""
+
+
+def _brief(command: str) -> str:
+    line = " ".join(command.split())
+    return f"`{line[: BRIEF - 1]}…`" if len(line) > BRIEF else f"`{line}`"
+
+
+def _say(ctx: ToolContext, line: str) -> None:
+    ctx.emit(StatusUpdate("running_tool", line, notice="checkpoint"))
 
 
 def _restorable(state: FileState | None) -> bool:
@@ -250,9 +291,14 @@ class CheckpointedTool(ToolWrapper):
         if self.name in COMMAND_TOOLS:
             from codecoder.tools.shell import RunCommand
 
+            command = str(args.get("command", ""))
+
+            def around(run: Callable[[], ToolResult], ctx: ToolContext) -> ToolResult:
+                return self.checkpoints.around_command(run, ctx, command=command)
+
             if isinstance(self.tool, RunCommand):  # it knows whether the command can write
-                return self.tool.run(args, ctx, around=self.checkpoints.around_command)
-            return self.checkpoints.around_command(call, ctx)
+                return self.tool.run(args, ctx, around=around)
+            return around(call, ctx)
         path = args.get("path")
         if not isinstance(path, str) or "\0" in path:
             return call()
