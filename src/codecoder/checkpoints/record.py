@@ -41,7 +41,7 @@ from codecoder.checkpoints.objects import LOCK_POLL, FileState, ObjectStore, Sto
 from codecoder.kernel.cancel import Cancelled
 from codecoder.kernel.events import StatusUpdate
 from codecoder.kernel.messages import ToolResult
-from codecoder.kernel.ports import Tool, ToolContext, ToolSource
+from codecoder.kernel.ports import HistoryUnavailable, Tool, ToolContext, ToolSource
 from codecoder.tools.base import ToolWrapper
 
 FILE_TOOLS = frozenset({"write_file", "edit_file"})
@@ -124,7 +124,7 @@ class Checkpoints:
                     if old is not None:
                         self.objects.write_blob(old)
                     self._note([(rel, before, after)], self.turn())
-            except (OSError, StoreError) as exc:
+            except (OSError, StoreError, HistoryUnavailable) as exc:
                 _say(ctx, f"no checkpoint of {rel} ({exc}): /undo will not restore it")
 
     def around_command(
@@ -164,7 +164,7 @@ class Checkpoints:
             with self.objects.locked():
                 changed = self.objects.changes_since(tree)
             self._note(changed, turn)
-        except (OSError, StoreError) as exc:
+        except (OSError, StoreError, HistoryUnavailable) as exc:
             line = f"no checkpoint of the command {command} ({exc}): {NOT_COVERED}"
             with self._lock:
                 self._failed.append(line)
