@@ -288,7 +288,7 @@ def build_agent(options: AgentOptions, workspace: Path) -> AgentSetup:
     manager = ProcessManager(environment=_child_environment(user_config))
     mcp = _start_mcp(servers, sandbox)
     hooks = control.hook_runner(hook_set, manager, workspace, session_id, sandbox)
-    kept = control.checkpoints(store, session_id, workspace, log)
+    kept = control.checkpoints(store, session_id, workspace, log, user_config)
     wrap = control.tool_wrapper(kept, hooks)
     tools = default_tools(
         workspace, provider, manager, user_config, policy, sandbox=sandbox, tracer=tracer, wrap=wrap

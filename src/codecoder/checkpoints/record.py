@@ -29,6 +29,7 @@ the session's last turn ended is left to `unsaid` (exec prints it).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -37,7 +38,14 @@ from typing import Any
 
 import msgspec
 
-from codecoder.checkpoints.objects import LOCK_POLL, FileState, ObjectStore, StoreError
+from codecoder.checkpoints.objects import (
+    LOCK_POLL,
+    Change,
+    FileState,
+    ObjectStore,
+    StoreError,
+    TooLarge,
+)
 from codecoder.kernel.cancel import Cancelled
 from codecoder.kernel.events import StatusUpdate
 from codecoder.kernel.messages import ToolResult
@@ -48,12 +56,15 @@ FILE_TOOLS = frozenset({"write_file", "edit_file"})
 COMMAND_TOOLS = frozenset({"run_command"})
 
 
-class FileChange(msgspec.Struct, frozen=True):
-    """One file a turn changed: as it was before (None: it did not exist) and after."""
+class FileChange(msgspec.Struct, frozen=True, omit_defaults=True):
+    """One file a turn changed: as it was before (None: it did not exist) and after;
+    `lost` says why the turn cannot be undone for it (it was over `[undo] max_file_mb`
+    at some point of the turn, so a state of it was never kept)."""
 
     path: str
     before: FileState | None
     after: FileState | None
+    lost: str = ""
 
 
 _changes = msgspec.json.Encoder()
@@ -73,6 +84,8 @@ class CheckpointSink(msgspec.Struct):
 
     save: Callable[[int, int | None, bytes | None], None]
     """(turn, the turn's first message id, the changes as JSON or None: none left)."""
+    tidy: Callable[[], object] = lambda: None
+    """At the session's end: keep the object store bounded (checkpoints/prune.py)."""
 
 
 class Checkpoints:
@@ -113,8 +126,15 @@ class Checkpoints:
             return run()
         try:
             before, old = self.objects.state_of(path, keep=False)
+        except TooLarge:
+            return self._around_large(path, rel, run)
         except (OSError, StoreError):
             return run()  # not a file we could restore (a folder): the tool says why
+        try:
+            use = self.objects.using(ctx.cancel)
+        except (OSError, StoreError) as exc:
+            _say(ctx, f"no checkpoint of {rel} ({exc}): /undo will not restore it")
+            return run()
         try:
             return run()
         finally:
@@ -124,8 +144,22 @@ class Checkpoints:
                     if old is not None:
                         self.objects.write_blob(old)
                     self._note([(rel, before, after)], self.turn())
+            except TooLarge:
+                self._note([], self.turn(), lost=[(rel, before, None)])
             except (OSError, StoreError, HistoryUnavailable) as exc:
                 _say(ctx, f"no checkpoint of {rel} ({exc}): /undo will not restore it")
+            finally:
+                os.close(use)  # its objects are in the row now
+
+    def _around_large(self, path: Path, rel: str, run: Callable[[], ToolResult]) -> ToolResult:
+        """A file tool on a file over the limit: its content is never read here; if the
+        call changed it, the checkpoint says it cannot be undone."""
+        seen = _stat(path)
+        try:
+            return run()
+        finally:
+            if _stat(path) != seen:
+                self._note([], self.turn(), lost=[(rel, None, None)])
 
     def around_command(
         self, run: Callable[[], ToolResult], ctx: ToolContext, *, command: str = ""
@@ -136,16 +170,24 @@ class Checkpoints:
         is done, so the turn does not wait for them: the next call that may change a file,
         an undo and the session's end wait for them instead."""
         self.settle(ctx)
+        use: int | None = None
         try:
+            use = self.objects.using(ctx.cancel)
             with self.objects.locked(ctx.cancel):
                 before = self.objects.index_now(ctx.cancel)
         except (OSError, StoreError) as exc:
+            if use is not None:
+                os.close(use)
             _say(ctx, f"no checkpoint of this command ({exc}): {NOT_COVERED}")
             return run()
+        except BaseException:
+            if use is not None:
+                os.close(use)
+            raise
         ended = threading.Event()
         after = threading.Thread(
             target=self._take_after,
-            args=(before, self.turn(), ended, _brief(command)),
+            args=(before, self.turn(), ended, _brief(command), use),
             name="checkpoint-after",
         )
         after.start()  # writes the tree of `before` while the command runs
@@ -156,18 +198,24 @@ class Checkpoints:
             with self._lock:  # only now: nobody waits for it while the command runs
                 self._after.append(after)
 
-    def _take_after(self, before: Path, turn: int, ended: threading.Event, command: str) -> None:
+    def _take_after(
+        self, before: Path, turn: int, ended: threading.Event, command: str, use: int
+    ) -> None:
+        """The rest of a command's checkpoint (see `around_command`); the store stays
+        in use (`use`, closed here) until its row is saved."""
         try:
             with self.objects.locked():
                 tree = self.objects.tree_of(before)
             ended.wait()
             with self.objects.locked():
-                changed = self.objects.changes_since(tree)
-            self._note(changed, turn)
+                changed, lost = self.objects.changes_since(tree)
+            self._note(changed, turn, lost=lost)
         except (OSError, StoreError, HistoryUnavailable) as exc:
             line = f"no checkpoint of the command {command} ({exc}): {NOT_COVERED}"
             with self._lock:
                 self._failed.append(line)
+        finally:
+            os.close(use)
 
     def settle(self, ctx: ToolContext | None = None) -> None:
         """Wait for the snapshots after commands still being taken; a failure among them
@@ -195,8 +243,11 @@ class Checkpoints:
         return [StatusUpdate("running_tool", line, notice="checkpoint") for line in failed]
 
     def close(self) -> None:
-        """The session ends: what is still being taken is kept first."""
+        """The session ends: what is still being taken is kept first, then the store is
+        pruned if it grew enough (a failure is left to the next session's end)."""
         self.settle()
+        with contextlib.suppress(OSError, StoreError, HistoryUnavailable):
+            self.sink.tidy()
 
     def with_notices(self, inner: ToolSource | None) -> ToolSource:
         """`inner` (the session's other ToolSource) with these checkpoints' notices."""
@@ -208,11 +259,11 @@ class Checkpoints:
 
     # --- the turn's changes ----------------------------------------------------------------
 
-    def _note(
-        self, changed: list[tuple[str, FileState | None, FileState | None]], turn: int
-    ) -> None:
+    def _note(self, changed: list[Change], turn: int, *, lost: Sequence[Change] = ()) -> None:
+        """Add what a call changed to the turn's checkpoint, and save it; `lost`: the
+        files over the limit it changed (the first state kept, if any, stays)."""
         kept = [(p, b, a) for p, b, a in changed if _restorable(b) and _restorable(a)]
-        if not kept:
+        if not kept and not lost:
             return
         with self._lock:
             if turn != self._turn:
@@ -220,10 +271,19 @@ class Checkpoints:
             for path, before, after in kept:
                 first = self._changes.get(path)
                 start = first.before if first is not None else before
-                if start == after:
+                if first is not None and first.lost:
+                    self._changes[path] = FileChange(path, start, after, first.lost)
+                elif start == after:
                     self._changes.pop(path, None)  # changed back: nothing to undo
                 else:
                     self._changes[path] = FileChange(path, start, after)
+            for path, before, _ in lost:
+                first = self._changes.get(path)
+                start = first.before if first is not None else before
+                why = self.objects.too_large()
+                self._changes[path] = FileChange(
+                    path, start if _restorable(start) else None, None, why
+                )
             changes = sorted(self._changes.values(), key=lambda c: c.path)
             body = encode_changes(changes) if changes else None
             self.sink.save(turn, self.first_message(turn), body)
@@ -269,6 +329,14 @@ def _brief(command: str) -> str:
 
 def _say(ctx: ToolContext, line: str) -> None:
     ctx.emit(StatusUpdate("running_tool", line, notice="checkpoint"))
+
+
+def _stat(path: Path) -> tuple[int, int] | None:
+    try:
+        info = path.lstat()
+    except OSError:
+        return None
+    return info.st_size, info.st_mtime_ns
 
 
 def _restorable(state: FileState | None) -> bool:

@@ -76,6 +76,9 @@ class UndoReport(msgspec.Struct):
     fork: str | None = None
     """With history: the new session the conversation goes on in."""
     dry_run: bool = False
+    not_kept: list[Conflict] = msgspec.field(default_factory=list)
+    """Files the turn changed whose state was never kept (over `[undo] max_file_mb`):
+    left as they are; the rest is restored."""
 
     @property
     def done(self) -> bool:
@@ -93,6 +96,7 @@ class UndoReport(msgspec.Struct):
             "conflicts": [{"path": c.path, "why": c.why, "kind": c.kind} for c in self.conflicts],
             "diff": self.diff,
             "forkSessionId": self.fork,
+            "notKept": [{"path": c.path, "why": c.why} for c in self.not_kept],
         }
 
 
@@ -182,8 +186,13 @@ def apply(
     changed since (unless `force`); the diff says what is, or would be, restored."""
     workspace = Path(row.workspace)
     objects = ObjectStore(workspace, Path(row.store))
-    changes = decode_changes(row.files)
     report = UndoReport(direction, row.session_id, row.turn, dry_run=dry_run)
+    changes: list[FileChange] = []
+    for change in decode_changes(row.files):
+        if change.lost:
+            report.not_kept.append(Conflict(change.path, change.lost, "store"))
+        else:
+            changes.append(change)
     sides = [_sides(change, direction) for change in changes]
     going = _links_going(
         workspace, objects, [(c.path, pair) for c, pair in zip(changes, sides, strict=True)], force

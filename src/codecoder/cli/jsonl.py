@@ -272,6 +272,7 @@ class UndoLine(_Line, frozen=True, tag="undo"):
     conflicts: list[UndoConflict]
     diff: str
     fork: str | None
+    not_kept: list[UndoConflict]
 
 
 def undo_line(report: Any) -> UndoLine:
@@ -286,6 +287,7 @@ def undo_line(report: Any) -> UndoLine:
         [UndoConflict(c.path, c.why, c.kind) for c in report.conflicts],
         report.diff,
         report.fork,
+        [UndoConflict(c.path, c.why, c.kind) for c in report.not_kept],
     )
 
 

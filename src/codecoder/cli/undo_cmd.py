@@ -99,7 +99,9 @@ def _print(report: object) -> int:
     if report.dry_run:
         verb = f"would {report.direction}"
     counts = ", ".join(f"{f.path} ({f.action})" for f in report.files)
-    print(f"{verb} {what}: {counts}", file=sys.stderr)
+    print(f"{verb} {what}: {counts or 'no file'}", file=sys.stderr)
+    for lost in report.not_kept:
+        print(f"  not restored: {lost.path}: {lost.why}", file=sys.stderr)
     if report.fork is not None:
         print(
             f"the conversation goes on in session {report.fork[:8]}, which ends before that "
