@@ -36,8 +36,9 @@ from pathlib import Path
 
 import msgspec
 
-from codecoder.checkpoints.objects import ObjectStore
+from codecoder.checkpoints.objects import MB, ObjectStore
 from codecoder.checkpoints.record import CheckpointedTool, Checkpoints, CheckpointSink
+from codecoder.config_schema import UndoTable
 from codecoder.kernel.cancel import CancelToken
 from codecoder.kernel.ports import Tool, ToolContext
 from codecoder.sessions import SessionStore
@@ -108,7 +109,7 @@ def main() -> None:
         make_repo(workspace, options.files)
         store = SessionStore(root / "sessions.sqlite3")
         session = store.create(workspace, "bench")
-        objects = ObjectStore(workspace)
+        objects = ObjectStore(workspace, max_file=UndoTable().max_file_mb * MB)  # as sessions
         turn = [0]
 
         def save(number: int, first: int | None, files: bytes | None) -> None:

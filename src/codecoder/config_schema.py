@@ -182,6 +182,14 @@ class RecordTable(_Table, frozen=True, forbid_unknown_fields=True):
     enabled: bool = True
 
 
+class UndoTable(_Table, frozen=True, forbid_unknown_fields=True):
+    """Read from the user's file only: the checkpoint store is outside the workspace, on
+    the user's disk (docs/undo.md, "How big the store gets")."""
+
+    max_file_mb: PositiveInt = 50
+    max_store_mb: PositiveInt = 1024
+
+
 class Config(_Table, frozen=True, forbid_unknown_fields=True):
     """A `config.toml` / `config.local.toml`."""
 
@@ -198,6 +206,7 @@ class Config(_Table, frozen=True, forbid_unknown_fields=True):
     mcp: McpTable = McpTable()
     web: WebTable = WebTable()
     record: RecordTable = RecordTable()
+    undo: UndoTable = UndoTable()
     hooks: HooksTable = HooksTable()
 
 

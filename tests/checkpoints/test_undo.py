@@ -94,7 +94,9 @@ def test_undo_refuses_when_a_file_changed_since_and_names_it(workspace: Path) ->
     as_json = undo(workspace, "--json")
     line = json.loads(as_json.stdout)
     assert line["type"] == "undo" and line["done"] is False
-    assert line["conflicts"] == [{"path": "a.txt", "why": "changed since the turn"}]
+    assert line["conflicts"] == [
+        {"path": "a.txt", "why": "changed since the turn", "kind": "changed"}
+    ]
     forced = undo(workspace, "--force")
     assert forced.returncode == 0, forced.stderr
     assert not (workspace / "a.txt").exists() and not (workspace / "b.txt").exists()
@@ -269,9 +271,51 @@ def test_without_git_file_tools_keep_checkpoints_and_commands_say_they_cannot(
     assert result.returncode == 0, result.stderr
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     statuses = [x["detail"] for x in lines if x["type"] == "status_update"]
-    assert any("could not keep a checkpoint (git is not installed" in s for s in statuses)
+    assert any("no checkpoint of this command (git is not installed" in s for s in statuses)
     assert [x["status"] for x in lines if x["type"] == "tool_finished"] == ["success", "success"]
     done = undo(workspace)
     assert done.returncode == 0, done.stderr
     assert not (workspace / "a.txt").exists()  # the file tool's change was kept
     assert not (workspace / "deleted.txt").exists()  # the command's was not
+
+
+def test_a_folder_the_turn_replaced_by_a_symlink_is_restored_and_the_link_never_followed(
+    workspace: Path, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "f.txt").write_text("not ours\n")
+    (workspace / "d").mkdir()
+    (workspace / "d" / "f.txt").write_text("ours\n")
+    (workspace / "d" / "g.txt").write_text("g\n")
+    before = tree(workspace)
+    replace = "import os, shutil; shutil.rmtree('d'); os.symlink('../elsewhere', 'd')"
+    turn(workspace, call("run_command", command=f'python3 -c "{replace}"'))  # rm -rf, ln -s
+    after = tree(workspace)
+    done = undo(workspace)
+    assert done.returncode == 0, done.stderr
+    assert tree(workspace) == before and not (workspace / "d").is_symlink()
+    assert (elsewhere / "f.txt").read_text() == "not ours\n"  # never written through
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["f.txt"]
+    redone = undo(workspace, "--redo")
+    assert redone.returncode == 0, redone.stderr
+    assert tree(workspace) == after and os.readlink(workspace / "d") == "../elsewhere"
+    assert (elsewhere / "f.txt").read_text() == "not ours\n"
+    assert undo(workspace).returncode == 0 and tree(workspace) == before
+
+
+def test_a_damaged_store_is_said_and_force_is_not_suggested(workspace: Path) -> None:
+    turn(workspace, call("run_command", command="echo changed > edited.txt"))
+    with SessionStore() as store:
+        (row,) = store.checkpoints(workspace=workspace)
+    for blob in Path(row.store, "objects").glob("??/*"):
+        blob.unlink()  # every object, the turn's "before" too
+    for pack in Path(row.store, "objects", "pack").glob("*"):
+        pack.unlink()
+    for args in ((), ("--force",)):
+        refused = undo(workspace, *args)
+        assert refused.returncode == 1
+        assert "checkpoint store cannot give these files back" in refused.stderr
+        assert "changed since" not in refused.stderr and "--force" not in refused.stderr
+        assert "edited.txt: the checkpoint store has no object" in refused.stderr
+    assert (workspace / "edited.txt").read_text() == "changed\n"

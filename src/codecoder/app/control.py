@@ -93,13 +93,22 @@ def hook_runner(
     return HookRunner(found, manager, workspace, session_id, sandbox=sandbox)
 
 
-def checkpoints(store: SessionStore, session_id: str, workspace: Path, log: TurnLog) -> Checkpoints:
+def checkpoints(
+    store: SessionStore,
+    session_id: str,
+    workspace: Path,
+    log: TurnLog,
+    user_config: dict[str, Any],
+) -> Checkpoints:
     """The session's checkpoints, kept in the session store, in the workspace's object
-    store (created at the first change)."""
-    from codecoder.checkpoints.objects import ObjectStore
+    store (created at the first change), bounded by the user's `[undo]`."""
+    from codecoder.checkpoints import prune
+    from codecoder.checkpoints.objects import MB, ObjectStore
     from codecoder.checkpoints.record import Checkpoints, CheckpointSink
+    from codecoder.config_schema import UndoTable, section
 
-    objects = ObjectStore(workspace)
+    limits = section(user_config, "undo", UndoTable)
+    objects = ObjectStore(workspace, max_file=limits.max_file_mb * MB)
 
     def save(turn: int, first: int | None, files: bytes | None) -> None:
         store.save_checkpoint(
@@ -111,7 +120,10 @@ def checkpoints(store: SessionStore, session_id: str, workspace: Path, log: Turn
             files=files,
         )
 
-    return Checkpoints(objects, CheckpointSink(save), first_message=log.first_message)
+    def tidy() -> None:
+        prune.tidy(objects, store, limits.max_store_mb * MB)
+
+    return Checkpoints(objects, CheckpointSink(save, tidy), first_message=log.first_message)
 
 
 def tool_wrapper(

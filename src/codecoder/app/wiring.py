@@ -302,7 +302,7 @@ def build_agent(options: AgentOptions, workspace: Path) -> AgentSetup:
     manager = ProcessManager(environment=_child_environment(user_config))
     mcp = _start_mcp(servers, sandbox)
     hooks = control.hook_runner(hook_set, manager, workspace, session_id, sandbox)
-    kept = control.checkpoints(store, session_id, workspace, log)
+    kept = control.checkpoints(store, session_id, workspace, log, user_config)
     wrap = control.tool_wrapper(kept, hooks)
     tools, prompt = session_toolbox(
         workspace,
@@ -324,6 +324,7 @@ def build_agent(options: AgentOptions, workspace: Path) -> AgentSetup:
         source, gates = HookNotices(hooks, mcp), HookGates(hooks, resumed=info is not None)
     if policy.held_back is not None:
         source = StartNotices([StatusUpdate("idle", policy.held_back, "permissions")], source)
+    source = kept.with_notices(source)
     loop = AgentLoop(
         provider if mcp is None else mcp.gate(provider),
         tools,
@@ -337,7 +338,7 @@ def build_agent(options: AgentOptions, workspace: Path) -> AgentSetup:
         first_turn=first_turn,
         next_id=next_id,
         compactor=compactor,
-        tool_source=journal.source(source) if source is not None else None,
+        tool_source=journal.source(source),
         journal=journal,
         prompt_gate=gates if control.prompt_hooks(hooks) else None,
         stop_gate=gates if hooks is not None and hooks.has("stop") else None,

@@ -14,6 +14,9 @@ Before a turn changes a file, what the file was is kept, and after, what it beca
   (`checkpoints`): the turn, its first message, every file's state before and after.
   Nothing is written when nothing changed. It is edge code: the kernel never sees it,
   and a replay (which runs no tool) never takes one.
+- prune.py: the store kept bounded at a session's end: what no checkpoint and no
+  snapshot of the work tree refers to is removed, and over `[undo] max_store_mb` the
+  oldest checkpoints are forgotten (a file over `[undo] max_file_mb` is never stored).
 - restore.py: undo and redo of a turn: the files put back as they were before it (or
   after it), never over a file changed since, which is refused by name; the diff of
   what is restored; and, `with_history`, the conversation rewound by forking the session

@@ -20,36 +20,51 @@ that change files:
 
 A file changed and changed back within a turn drops out; a turn with nothing left keeps
 no row. A failure to keep a checkpoint never fails the call: the model's work goes on,
-and a `checkpoint` status line says that /undo will not cover it.
+and one `checkpoint` status line says that /undo will not cover that command (or file).
+A failure of the snapshot after a command is found off the turn's path, so it is said
+where the loop looks next (`CheckpointNotices`: before the next request or the turn's
+Done) or at the next call that may change a file, whichever comes first; one found after
+the session's last turn ended is left to `unsaid` (exec prints it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from codecoder.checkpoints.objects import LOCK_POLL, FileState, ObjectStore, StoreError
+from codecoder.checkpoints.objects import (
+    LOCK_POLL,
+    Change,
+    FileState,
+    ObjectStore,
+    StoreError,
+    TooLarge,
+)
 from codecoder.kernel.cancel import Cancelled
 from codecoder.kernel.events import StatusUpdate
 from codecoder.kernel.messages import ToolResult
-from codecoder.kernel.ports import Tool, ToolContext
+from codecoder.kernel.ports import HistoryUnavailable, Tool, ToolContext, ToolSource
 from codecoder.tools.base import ToolWrapper
 
 FILE_TOOLS = frozenset({"write_file", "edit_file"})
 COMMAND_TOOLS = frozenset({"run_command"})
 
 
-class FileChange(msgspec.Struct, frozen=True):
-    """One file a turn changed: as it was before (None: it did not exist) and after."""
+class FileChange(msgspec.Struct, frozen=True, omit_defaults=True):
+    """One file a turn changed: as it was before (None: it did not exist) and after;
+    `lost` says why the turn cannot be undone for it (it was over `[undo] max_file_mb`
+    at some point of the turn, so a state of it was never kept)."""
 
     path: str
     before: FileState | None
     after: FileState | None
+    lost: str = ""
 
 
 _changes = msgspec.json.Encoder()
@@ -69,6 +84,8 @@ class CheckpointSink(msgspec.Struct):
 
     save: Callable[[int, int | None, bytes | None], None]
     """(turn, the turn's first message id, the changes as JSON or None: none left)."""
+    tidy: Callable[[], object] = lambda: None
+    """At the session's end: keep the object store bounded (checkpoints/prune.py)."""
 
 
 class Checkpoints:
@@ -90,12 +107,12 @@ class Checkpoints:
         self._lock = threading.Lock()
         self._turn = -1
         self._changes: dict[str, FileChange] = {}
-        self._warned = False
         self._after: list[threading.Thread] = []
         """Snapshots after commands, still being taken (off the turn's path)."""
-        self._failed: list[BaseException] = []
-        """What went wrong in them, said at the next call (on its ToolContext, so the
-        record and a replay see it where the live run did)."""
+        self._failed: list[str] = []
+        """Commands whose snapshot after them failed, not said yet: each is said once,
+        through the loop (`take_notices`, `settle`), so the record and a replay see it
+        where the live run did."""
 
     # --- around a call ---------------------------------------------------------------------
 
@@ -109,8 +126,15 @@ class Checkpoints:
             return run()
         try:
             before, old = self.objects.state_of(path, keep=False)
+        except TooLarge:
+            return self._around_large(path, rel, run)
         except (OSError, StoreError):
             return run()  # not a file we could restore (a folder): the tool says why
+        try:
+            use = self.objects.using(ctx.cancel)
+        except (OSError, StoreError) as exc:
+            _say(ctx, f"no checkpoint of {rel} ({exc}): /undo will not restore it")
+            return run()
         try:
             return run()
         finally:
@@ -120,25 +144,51 @@ class Checkpoints:
                     if old is not None:
                         self.objects.write_blob(old)
                     self._note([(rel, before, after)], self.turn())
-            except (OSError, StoreError) as exc:
-                self._warn(ctx, exc)
+            except TooLarge:
+                self._note([], self.turn(), lost=[(rel, before, None)])
+            except (OSError, StoreError, HistoryUnavailable) as exc:
+                _say(ctx, f"no checkpoint of {rel} ({exc}): /undo will not restore it")
+            finally:
+                os.close(use)  # its objects are in the row now
 
-    def around_command(self, run: Callable[[], ToolResult], ctx: ToolContext) -> ToolResult:
+    def _around_large(self, path: Path, rel: str, run: Callable[[], ToolResult]) -> ToolResult:
+        """A file tool on a file over the limit: its content is never read here; if the
+        call changed it, the checkpoint says it cannot be undone."""
+        seen = _stat(path)
+        try:
+            return run()
+        finally:
+            if _stat(path) != seen:
+                self._note([], self.turn(), lost=[(rel, None, None)])
+
+    def around_command(
+        self, run: Callable[[], ToolResult], ctx: ToolContext, *, command: str = ""
+    ) -> ToolResult:
         """Run a command, keeping what it changed in the work tree. The snapshot before
         it is taken first (one git process); the rest on a thread of its own: the tree of
         that snapshot while the command runs, the snapshot after it and the diff once it
         is done, so the turn does not wait for them: the next call that may change a file,
         an undo and the session's end wait for them instead."""
         self.settle(ctx)
+        use: int | None = None
         try:
+            use = self.objects.using(ctx.cancel)
             with self.objects.locked(ctx.cancel):
                 before = self.objects.index_now(ctx.cancel)
         except (OSError, StoreError) as exc:
-            self._warn(ctx, exc)
+            if use is not None:
+                os.close(use)
+            _say(ctx, f"no checkpoint of this command ({exc}): {NOT_COVERED}")
             return run()
+        except BaseException:
+            if use is not None:
+                os.close(use)
+            raise
         ended = threading.Event()
         after = threading.Thread(
-            target=self._take_after, args=(before, self.turn(), ended), name="checkpoint-after"
+            target=self._take_after,
+            args=(before, self.turn(), ended, _brief(command), use),
+            name="checkpoint-after",
         )
         after.start()  # writes the tree of `before` while the command runs
         try:
@@ -148,17 +198,24 @@ class Checkpoints:
             with self._lock:  # only now: nobody waits for it while the command runs
                 self._after.append(after)
 
-    def _take_after(self, before: Path, turn: int, ended: threading.Event) -> None:
+    def _take_after(
+        self, before: Path, turn: int, ended: threading.Event, command: str, use: int
+    ) -> None:
+        """The rest of a command's checkpoint (see `around_command`); the store stays
+        in use (`use`, closed here) until its row is saved."""
         try:
             with self.objects.locked():
                 tree = self.objects.tree_of(before)
             ended.wait()
             with self.objects.locked():
-                changed = self.objects.changes_since(tree)
-            self._note(changed, turn)
-        except (OSError, StoreError) as exc:
+                changed, lost = self.objects.changes_since(tree)
+            self._note(changed, turn, lost=lost)
+        except (OSError, StoreError, HistoryUnavailable) as exc:
+            line = f"no checkpoint of the command {command} ({exc}): {NOT_COVERED}"
             with self._lock:
-                self._failed.append(exc)
+                self._failed.append(line)
+        finally:
+            os.close(use)
 
     def settle(self, ctx: ToolContext | None = None) -> None:
         """Wait for the snapshots after commands still being taken; a failure among them
@@ -174,22 +231,39 @@ class Checkpoints:
                         self._after[:0] = pending[index:]
                     raise Cancelled(ctx.cancel.reason)
             thread.join()
+        if ctx is not None:
+            for line in self.take_notices():
+                _say(ctx, line.detail)
+
+    def take_notices(self) -> list[StatusUpdate]:
+        """The failures of snapshots after commands found so far and not said yet (never
+        waits for one still being taken)."""
         with self._lock:
             failed, self._failed = self._failed, []
-        if failed and ctx is not None:
-            self._warn(ctx, failed[0])
+        return [StatusUpdate("running_tool", line, notice="checkpoint") for line in failed]
 
     def close(self) -> None:
-        """The session ends: what is still being taken is kept first."""
+        """The session ends: what is still being taken is kept first, then the store is
+        pruned if it grew enough (a failure is left to the next session's end)."""
         self.settle()
+        with contextlib.suppress(OSError, StoreError, HistoryUnavailable):
+            self.sink.tidy()
+
+    def with_notices(self, inner: ToolSource | None) -> ToolSource:
+        """`inner` (the session's other ToolSource) with these checkpoints' notices."""
+        return CheckpointNotices(self, inner)
+
+    def unsaid(self) -> list[str]:
+        """After `close`: the failures found when no turn was left to say them."""
+        return [notice.detail for notice in self.take_notices()]
 
     # --- the turn's changes ----------------------------------------------------------------
 
-    def _note(
-        self, changed: list[tuple[str, FileState | None, FileState | None]], turn: int
-    ) -> None:
+    def _note(self, changed: list[Change], turn: int, *, lost: Sequence[Change] = ()) -> None:
+        """Add what a call changed to the turn's checkpoint, and save it; `lost`: the
+        files over the limit it changed (the first state kept, if any, stays)."""
         kept = [(p, b, a) for p, b, a in changed if _restorable(b) and _restorable(a)]
-        if not kept:
+        if not kept and not lost:
             return
         with self._lock:
             if turn != self._turn:
@@ -197,10 +271,19 @@ class Checkpoints:
             for path, before, after in kept:
                 first = self._changes.get(path)
                 start = first.before if first is not None else before
-                if start == after:
+                if first is not None and first.lost:
+                    self._changes[path] = FileChange(path, start, after, first.lost)
+                elif start == after:
                     self._changes.pop(path, None)  # changed back: nothing to undo
                 else:
                     self._changes[path] = FileChange(path, start, after)
+            for path, before, _ in lost:
+                first = self._changes.get(path)
+                start = first.before if first is not None else before
+                why = self.objects.too_large()
+                self._changes[path] = FileChange(
+                    path, start if _restorable(start) else None, None, why
+                )
             changes = sorted(self._changes.values(), key=lambda c: c.path)
             body = encode_changes(changes) if changes else None
             self.sink.save(turn, self.first_message(turn), body)
@@ -217,17 +300,43 @@ class Checkpoints:
             return None
         return rel.as_posix()
 
-    def _warn(self, ctx: ToolContext, exc: BaseException) -> None:
-        if self._warned:
-            return
-        self._warned = True
-        ctx.emit(
-            StatusUpdate(
-                "running_tool",
-                f"could not keep a checkpoint ({exc}): /undo will not cover it",
-                notice="checkpoint",
-            )
-        )
+
+class CheckpointNotices:
+    """A ToolSource whose tools are `inner`'s (none without one) and whose notices add
+    the commands whose checkpoint was lost (`Checkpoints.take_notices`)."""
+
+    def __init__(self, checkpoints: Checkpoints, inner: ToolSource | None) -> None:
+        self.checkpoints = checkpoints
+        self.inner = inner
+
+    def tools(self) -> Sequence[Tool]:
+        return self.inner.tools() if self.inner is not None else ()
+
+    def notices(self) -> Sequence[StatusUpdate]:
+        found = list(self.inner.notices()) if self.inner is not None else []
+        return found + self.checkpoints.take_notices()  # the loop says them in its state
+
+
+NOT_COVERED = "/undo will not restore what it changed"
+BRIEF = 60
+"""Characters of a command that name it in a notice."""
+
+
+def _brief(command: str) -> str:
+    line = " ".join(command.split())
+    return f"`{line[: BRIEF - 1]}…`" if len(line) > BRIEF else f"`{line}`"
+
+
+def _say(ctx: ToolContext, line: str) -> None:
+    ctx.emit(StatusUpdate("running_tool", line, notice="checkpoint"))
+
+
+def _stat(path: Path) -> tuple[int, int] | None:
+    try:
+        info = path.lstat()
+    except OSError:
+        return None
+    return info.st_size, info.st_mtime_ns
 
 
 def _restorable(state: FileState | None) -> bool:
@@ -250,9 +359,14 @@ class CheckpointedTool(ToolWrapper):
         if self.name in COMMAND_TOOLS:
             from codecoder.tools.shell import RunCommand
 
+            command = str(args.get("command", ""))
+
+            def around(run: Callable[[], ToolResult], ctx: ToolContext) -> ToolResult:
+                return self.checkpoints.around_command(run, ctx, command=command)
+
             if isinstance(self.tool, RunCommand):  # it knows whether the command can write
-                return self.tool.run(args, ctx, around=self.checkpoints.around_command)
-            return self.checkpoints.around_command(call, ctx)
+                return self.tool.run(args, ctx, around=around)
+            return around(call, ctx)
         path = args.get("path")
         if not isinstance(path, str) or "\0" in path:
             return call()

@@ -22,6 +22,7 @@ import contextlib
 import difflib
 import os
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
 
@@ -42,9 +43,17 @@ class UndoError(Exception):
     """Nothing to undo (or redo), or what was asked for does not exist."""
 
 
+ConflictKind = Literal["changed", "unsafe", "store"]
+
+
 class Conflict(msgspec.Struct, frozen=True):
+    """Why `path` stops the undo: `changed` since (`force` overwrites it), `unsafe` to
+    write (a path through a symlink or a folder the turn did not make: never written),
+    or the `store` cannot give its content back (damaged, or the file was not kept)."""
+
     path: str
     why: str
+    kind: ConflictKind = "changed"
 
 
 class Restored(msgspec.Struct, frozen=True):
@@ -67,6 +76,9 @@ class UndoReport(msgspec.Struct):
     fork: str | None = None
     """With history: the new session the conversation goes on in."""
     dry_run: bool = False
+    not_kept: list[Conflict] = msgspec.field(default_factory=list)
+    """Files the turn changed whose state was never kept (over `[undo] max_file_mb`):
+    left as they are; the rest is restored."""
 
     @property
     def done(self) -> bool:
@@ -81,9 +93,10 @@ class UndoReport(msgspec.Struct):
             "done": self.done,
             "dryRun": self.dry_run,
             "files": [{"path": f.path, "action": f.action} for f in self.files],
-            "conflicts": [{"path": c.path, "why": c.why} for c in self.conflicts],
+            "conflicts": [{"path": c.path, "why": c.why, "kind": c.kind} for c in self.conflicts],
             "diff": self.diff,
             "forkSessionId": self.fork,
+            "notKept": [{"path": c.path, "why": c.why} for c in self.not_kept],
         }
 
 
@@ -173,31 +186,41 @@ def apply(
     changed since (unless `force`); the diff says what is, or would be, restored."""
     workspace = Path(row.workspace)
     objects = ObjectStore(workspace, Path(row.store))
-    changes = decode_changes(row.files)
     report = UndoReport(direction, row.session_id, row.turn, dry_run=dry_run)
+    changes: list[FileChange] = []
+    for change in decode_changes(row.files):
+        if change.lost:
+            report.not_kept.append(Conflict(change.path, change.lost, "store"))
+        else:
+            changes.append(change)
+    sides = [_sides(change, direction) for change in changes]
+    going = _links_going(
+        workspace, objects, [(c.path, pair) for c, pair in zip(changes, sides, strict=True)], force
+    )
+    emptied = {
+        change.path for change, (_, target) in zip(changes, sides, strict=True) if target is None
+    }
     plan: list[tuple[FileChange, FileState | None, bytes | None, bytes | None]] = []
-    for change in changes:
-        expected, target = (
-            (change.after, change.before) if direction == "undo" else (change.before, change.after)
-        )
+    for change, (expected, target) in zip(changes, sides, strict=True):
         path = workspace / change.path
-        problem = _unsafe(workspace, change.path)
+        conflict = _unsafe(workspace, change.path, going)
         now: FileState | None = None
         current: bytes | None = None
-        if problem is None:
+        if conflict is None and not _under(change.path, going):  # never read through one
             try:
                 now, current = objects.state_of(path, keep=False)
             except (OSError, StoreError) as exc:
-                problem = f"cannot be read: {exc}"
-        if problem is None and now != expected and not force:
-            problem = _changed(now, expected, direction)
-        if problem is not None:
-            report.conflicts.append(Conflict(change.path, problem))
+                if not _folder_emptied(workspace, change.path, emptied):
+                    conflict = Conflict(change.path, f"cannot be read: {exc}", "unsafe")
+        if conflict is None and now != expected and not force:
+            conflict = Conflict(change.path, _changed(now, expected, direction))
+        if conflict is not None:
+            report.conflicts.append(conflict)
             continue
         try:
             content = objects.read_blob(target.sha) if target is not None else None
         except StoreError as exc:
-            report.conflicts.append(Conflict(change.path, str(exc)))
+            report.conflicts.append(Conflict(change.path, str(exc), "store"))
             continue
         plan.append((change, target, current, content))
     if report.conflicts:
@@ -208,12 +231,32 @@ def apply(
     report.files = [_restored(change.path, current, target) for change, target, current, _ in plan]
     if dry_run:
         return report
+    plan.sort(key=lambda step: step[1] is not None)  # what goes first: a link, a folder
     for change, target, _, content in plan:
         _put(workspace, change.path, target, content)
     store.set_checkpoint_state(row.id, "undone" if direction == "undo" else "done")
     if with_history and direction == "undo":
         report.fork = rewind(store, row)
     return report
+
+
+REFUSALS: dict[str, str] = {
+    "changed": "these files changed since",
+    "unsafe": "these paths cannot be written safely",
+    "store": "the checkpoint store cannot give these files back (it is damaged)",
+}
+
+
+def refusal(kinds: Iterable[str], direction: str) -> tuple[str, str | None]:
+    """What a refused undo says first, and the hint that can help (None: no flag makes
+    it go through, so none is suggested), for the kinds of its conflicts."""
+    given = set(kinds)
+    found = [kind for kind in REFUSALS if kind in given]
+    headline = f"not {direction}ne: {'; '.join(REFUSALS[kind] for kind in found)}"
+    if found != ["changed"]:
+        return headline, None
+    later = "undo later turns first" if direction == "undo" else "redo later undos first"
+    return headline, f"{later}, or --force to overwrite them"
 
 
 def rewind(store: SessionStore, row: CheckpointRow) -> str:
@@ -240,23 +283,80 @@ def _changed(now: FileState | None, expected: FileState | None, direction: Direc
     return f"changed {since}"
 
 
-def _unsafe(workspace: Path, rel: str) -> str | None:
+def _sides(change: FileChange, direction: Direction) -> tuple[FileState | None, FileState | None]:
+    """(what the file must be now, what it becomes)."""
+    if direction == "undo":
+        return change.after, change.before
+    return change.before, change.after
+
+
+def _links_going(
+    workspace: Path,
+    objects: ObjectStore,
+    sides: list[tuple[str, tuple[FileState | None, FileState | None]]],
+    force: bool,
+) -> set[str]:
+    """The symlinks this undo removes that stand where the checkpoint had a folder: the
+    turn made them (`rm -rf d && ln -s elsewhere d`), they are as it left them (or
+    `force`), so they are removed first (the link, never what it points to) and the
+    folder's files are put back in a folder again."""
+    going: set[str] = set()
+    paths = [change_path for change_path, _ in sides]
+    for rel, (expected, target) in sides:
+        if target is not None or expected is None or expected.mode != "120000":
+            continue
+        if not any(other.startswith(rel + "/") for other in paths):
+            continue
+        if _unsafe(workspace, rel, set()) is not None:
+            continue
+        try:
+            now, _ = objects.state_of(workspace / rel, keep=False)
+        except (OSError, StoreError):
+            continue
+        if now is not None and now.mode == "120000" and (now == expected or force):
+            going.add(rel)
+    return going
+
+
+def _under(rel: str, folders: set[str]) -> bool:
+    return any(rel.startswith(folder + "/") for folder in folders)
+
+
+def _folder_emptied(workspace: Path, rel: str, emptied: set[str]) -> bool:
+    """Whether `rel` is a folder (not a link) whose every file this undo deletes, so
+    that deleting them removes it: a redo of a turn that put a symlink where a folder
+    was."""
+    folder = workspace / rel
+    if folder.is_symlink() or not folder.is_dir():
+        return False
+    for root, dirs, files in os.walk(folder):
+        for name in files + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
+            if Path(root, name).relative_to(workspace).as_posix() not in emptied:
+                return False
+    return True
+
+
+def _unsafe(workspace: Path, rel: str, going: set[str]) -> Conflict | None:
     """Why `rel` must not be written through (None when it may): a path that leaves the
-    workspace, or a folder on the way that is a symlink or a file."""
+    workspace, or a folder on the way that is a file or a symlink (but one in `going`,
+    which is removed before anything is written)."""
     parts = Path(rel).parts
     if not parts or Path(rel).is_absolute() or ".." in parts or ".git" in parts:
-        return "not a path inside the workspace"
+        return Conflict(rel, "not a path inside the workspace", "unsafe")
     folder = workspace
     for part in parts[:-1]:
         folder = folder / part
+        name = folder.relative_to(workspace).as_posix()
+        if name in going:
+            return None
         try:
             info = folder.lstat()
         except FileNotFoundError:
             return None  # created when restored
         if stat.S_ISLNK(info.st_mode):
-            return f"{folder.relative_to(workspace)} is now a symlink"
+            return Conflict(rel, f"{name} is now a symlink", "unsafe")
         if not stat.S_ISDIR(info.st_mode):
-            return f"{folder.relative_to(workspace)} is now a file"
+            return Conflict(rel, f"{name} is now a file", "unsafe")
     return None
 
 

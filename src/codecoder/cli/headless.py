@@ -108,6 +108,8 @@ def run_exec(options: ExecOptions) -> int:
         return EXIT_FAILED
     finally:
         setup.close()
+        for line in setup.checkpoints.unsaid() if setup.checkpoints is not None else ():
+            print(f"codecoder: {line}", file=sys.stderr)  # found after the last turn
 
 
 def _read_task(task: str) -> str:

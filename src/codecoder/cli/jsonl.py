@@ -260,6 +260,7 @@ class UndoFile(msgspec.Struct, frozen=True):
 class UndoConflict(msgspec.Struct, frozen=True):
     path: str
     why: str
+    kind: str
 
 
 class UndoLine(_Line, frozen=True, tag="undo"):
@@ -272,6 +273,7 @@ class UndoLine(_Line, frozen=True, tag="undo"):
     conflicts: list[UndoConflict]
     diff: str
     fork: str | None
+    not_kept: list[UndoConflict]
 
 
 def undo_line(report: Any) -> UndoLine:
@@ -283,9 +285,10 @@ def undo_line(report: Any) -> UndoLine:
         report.done,
         report.dry_run,
         [UndoFile(f.path, f.action) for f in report.files],
-        [UndoConflict(c.path, c.why) for c in report.conflicts],
+        [UndoConflict(c.path, c.why, c.kind) for c in report.conflicts],
         report.diff,
         report.fork,
+        [UndoConflict(c.path, c.why, c.kind) for c in report.not_kept],
     )
 
 

@@ -141,6 +141,7 @@ def run_doctor(args: argparse.Namespace) -> int:
     for name in sorted(used - set(providers)):
         _say(f"{'FAIL':<5} {name:<12} no such provider (the default model names it)")
     sandbox_ok = _report_sandbox(config)
+    _report_checkpoints(config)
     failed = [name for name in used if name not in results or not results[name].ok]
     if not any(check.ok for check in results.values()):
         print(
@@ -177,6 +178,25 @@ def _say(line: str) -> None:
     """A line of the report: what it quotes (a server's answer, bwrap's stderr or
     version, a name from the config) is shown as it is, never obeyed."""
     print(visible(line, one_line=True))
+
+
+def _report_checkpoints(config: Mapping[str, Any]) -> None:
+    """Print how much the checkpoint stores take (docs/undo.md): outside the workspace,
+    on the user's disk, where nobody looks."""
+    from codecoder import paths
+    from codecoder.checkpoints.objects import MB, store_dir
+    from codecoder.checkpoints.prune import size_of
+    from codecoder.config_schema import UndoTable, section
+
+    limits = section(config, "undo", UndoTable)
+    everything = paths.data_dir() / "checkpoints"
+    stores = len(list(everything.iterdir())) if everything.is_dir() else 0
+    here = size_of(store_dir(Path.cwd()))
+    _say(
+        f"{'ok':<5} {'checkpoints':<12} {size_of(everything) / MB:.1f} MB in {stores} "
+        f"workspace store(s) ({everything}), {here / MB:.1f} MB this folder's; each is "
+        f"kept under {limits.max_store_mb} MB ([undo] max_store_mb)"
+    )
 
 
 def _in_use(config: Mapping[str, Any], providers: Mapping[str, ProviderSettings]) -> set[str]:

@@ -82,29 +82,26 @@ def run_undo(options: argparse.Namespace) -> int:
 
 
 def _print(report: object) -> int:
-    from codecoder.checkpoints.restore import UndoReport
+    from codecoder.checkpoints.restore import UndoReport, refusal
 
     assert isinstance(report, UndoReport)
     what = f"turn {report.turn} of session {report.session_id[:8]}"
     if report.conflicts:
-        print(
-            f"codecoder undo: not {report.direction}ne: these files changed since; "
-            f"nothing was restored ({what}):",
-            file=sys.stderr,
-        )
+        headline, hint = refusal((c.kind for c in report.conflicts), report.direction)
+        print(f"codecoder undo: {headline}; nothing was restored ({what}):", file=sys.stderr)
         for conflict in report.conflicts:
             print(f"  {conflict.path}: {conflict.why}", file=sys.stderr)
-        print(
-            "  (undo later turns first, or --force to overwrite them)",
-            file=sys.stderr,
-        )
+        if hint is not None:
+            print(f"  ({hint})", file=sys.stderr)
         return EXIT_FAILED
     sys.stdout.write(report.diff)
     verb = {"undo": "undid", "redo": "redid"}[report.direction]
     if report.dry_run:
         verb = f"would {report.direction}"
     counts = ", ".join(f"{f.path} ({f.action})" for f in report.files)
-    print(f"{verb} {what}: {counts}", file=sys.stderr)
+    print(f"{verb} {what}: {counts or 'no file'}", file=sys.stderr)
+    for lost in report.not_kept:
+        print(f"  not restored: {lost.path}: {lost.why}", file=sys.stderr)
     if report.fork is not None:
         print(
             f"the conversation goes on in session {report.fork[:8]}, which ends before that "

@@ -9,6 +9,7 @@ the loop wherever it waits (the stream queue, a reply oneshot, a running command
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 import time
@@ -59,6 +60,7 @@ from codecoder.kernel.ports import (
     Compactor,
     DraftSink,
     HistorySink,
+    HistoryUnavailable,
     PermissionPolicy,
     PromptGate,
     PromptSource,
@@ -274,6 +276,9 @@ class AgentLoop:
         except ProviderError as exc:
             self._emit(Error(kind=exc.kind, message=exc.message))
             reason = "error"
+        except HistoryUnavailable as exc:  # nothing more can be kept: no point going on
+            self._emit(Error(kind="store", message=str(exc)))
+            reason = "error"
         except Exception as exc:
             self._note_crash(exc)
             self._emit(Error(kind="internal", message=f"internal error: {exc!r}"))
@@ -285,7 +290,8 @@ class AgentLoop:
         self._late_steers(token)
         done = Done(cancelled=reason in ("cancelled", "shutdown"), reason=reason)
         self._emit(done)
-        self._journal.ended(turn, done)
+        with contextlib.suppress(HistoryUnavailable):  # the entries wait for the next write
+            self._journal.ended(turn, done)
 
     def _rounds(self, token: CancelToken) -> DoneReason:
         retried = False

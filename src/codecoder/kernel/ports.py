@@ -225,9 +225,19 @@ class PermissionPolicy(Protocol):
 
 @runtime_checkable
 class HistorySink(Protocol):
-    """Receives every completed message before the next provider request (invariant 6)."""
+    """Receives every completed message before the next provider request (invariant 6).
+
+    Raises:
+        HistoryUnavailable: the message cannot be kept (a full disk, a read-only store).
+    """
 
     def append(self, message: Message) -> None: ...
+
+
+class HistoryUnavailable(Exception):
+    """A HistorySink (or the record beside it) cannot keep what it is given: the turn
+    ends with an `Error` of kind `store` whose message is this exception's, one line fit
+    for the user; what was committed before stays committed."""
 
 
 @runtime_checkable

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from codecoder.kernel.ports import HistoryUnavailable
+
 
 class SessionError(Exception):
     """A session could not be found, resolved, written or opened."""
@@ -19,6 +21,7 @@ class SchemaTooNew(SessionError):
     """The file was written by a newer CodeCoder; we must not guess at its layout."""
 
 
-class StoreUnavailable(SessionError):
+class StoreUnavailable(SessionError, HistoryUnavailable):
     """The store's file cannot be opened or written (read-only, not a database, no room):
-    nothing of the session can be kept, so a run must not go on as if it were."""
+    nothing of the session can be kept, so a run must not go on as if it were (the agent
+    loop ends the turn with its message)."""

@@ -558,6 +558,14 @@ class SessionStore:
                 (state, time.time(), checkpoint_id),
             )
 
+    def forget_checkpoints(self, checkpoint_ids: Sequence[int]) -> None:
+        """Remove those checkpoints (the oldest, when their object store is over its cap:
+        checkpoints/prune.py); their turns can no longer be undone."""
+        with self._write() as conn:
+            conn.executemany(
+                "DELETE FROM checkpoints WHERE id = ?", [(one,) for one in checkpoint_ids]
+            )
+
     def token_estimate(self, session_id: str, *, after: int | None = None) -> int:
         """Estimated tokens of the stored messages (above `after`), from the index alone."""
         row = (

@@ -170,10 +170,16 @@ def _show(host: Host, result: dict[str, Any]) -> None:
     direction = str(result.get("direction", "undo"))
     turn = result.get("turn")
     if not result.get("done"):
-        host.say(f"not {direction}ne: these files changed since (nothing was restored):", "red")
-        for conflict in result.get("conflicts", []):
+        from codecoder.checkpoints.restore import refusal  # loaded with the first undo
+
+        conflicts = result.get("conflicts", [])
+        kinds = (str(c.get("kind", "changed")) for c in conflicts)
+        headline, hint = refusal(kinds, direction)
+        host.say(f"{headline} (nothing was restored):", "red")
+        for conflict in conflicts:
             host.say(f"  {conflict.get('path')}: {conflict.get('why')}", "red")
-        host.say(f"/{direction} --force overwrites them", "dim")
+        if hint is not None:
+            host.say(f"/{direction} --force overwrites them", "dim")
         return
     for line in str(result.get("diff", "")).splitlines():
         style = "dim"
