@@ -220,6 +220,9 @@ class _Named:
         self.risk: Risk = "read"
         self.parameters: dict[str, Any] = {}
 
+    def validate(self, args: dict[str, Any]) -> dict[str, Any]:
+        return args
+
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         raise AssertionError(f"{self.name} ran in a replay")
 

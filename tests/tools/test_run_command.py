@@ -225,7 +225,10 @@ def test_timeout_kills_the_tree(tool: RunCommand, ctx: ToolContext, workspace: P
     result = tool.run({"command": command, "timeout": 0.3}, ctx)
     assert time.monotonic() - began < 0.3 + BOUND * 5
     assert result.status == "error"
-    assert result.text == "started\n[timed out after 0.3 s; the command was killed]"
+    assert result.text == (
+        "started\n[timed out after 0.3 s; the command was killed; "
+        "give `timeout` up to 600 (seconds) if it needs longer]"
+    )
     assert_all_gone(workspace)
 
 
