@@ -58,22 +58,26 @@ def _takes_null(node: Mapping[str, Any]) -> bool:
     return any(_takes_null(option) for option in node.get("anyOf", ()))
 
 
-def unknown_fields(args: Mapping[str, Any], schema: Mapping[str, Any]) -> str | None:
+def unknown_fields(
+    args: Mapping[str, Any], schema: Mapping[str, Any], aliases: Mapping[str, str]
+) -> str | None:
     """What to say about the top-level fields the schema lacks (all of them, where
-    msgspec names only the first), or None when there are none."""
+    msgspec names only the first), or None when there are none. A near miss of an
+    alias (`new_strin`) is pointed at the field the alias stands for."""
     properties: Mapping[str, Any] = schema.get("properties", {})
     if schema.get("additionalProperties", True) is not False:
         return None
     extra = [key for key in args if key not in properties]
     if not extra:
         return None
+    names = {**aliases, **{key: key for key in properties}}
     words = "unknown field" if len(extra) == 1 else "unknown fields"
-    return f"{words} {', '.join(_named(key, properties) for key in extra)}"
+    return f"{words} {', '.join(_named(key, names) for key in extra)}"
 
 
-def _named(key: str, properties: Mapping[str, Any]) -> str:
-    near = closest(key, list(properties))
-    return f"`{key}`" + (f" (did you mean `{near}`?)" if near else "")
+def _named(key: str, names: Mapping[str, str]) -> str:
+    near = closest(key, list(names))
+    return f"`{key}`" + (f" (did you mean `{names[near]}`?)" if near else "")
 
 
 def closest(word: str, choices: list[str]) -> str | None:
@@ -153,6 +157,8 @@ def _type(node: Mapping[str, Any]) -> str:
         for key, sign in _BOUNDS
         if key in node
     ]
+    if "maxItems" in node:
+        bounds.append(f"at most {node['maxItems']} items")
     return f"{text} {', '.join(bounds)}" if bounds else text
 
 
@@ -161,5 +167,4 @@ _BOUNDS = (
     ("exclusiveMinimum", ">"),
     ("maximum", "≤"),
     ("exclusiveMaximum", "<"),
-    ("maxItems", "items ≤"),
 )

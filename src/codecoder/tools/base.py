@@ -83,7 +83,7 @@ class TypedTool(ABC, Generic[A]):
             prepared = self.adapt(without_nulls(renamed(args, self.aliases), schema))
         except ValueError as exc:
             raise self._invalid(str(exc)) from exc
-        problem = unknown_fields(prepared, schema)
+        problem = unknown_fields(prepared, schema, self.aliases)
         if problem is not None:
             raise self._invalid(problem)
         return prepared
