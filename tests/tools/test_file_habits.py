@@ -226,3 +226,5 @@ def test_validate_gives_only_what_the_model_sent_under_our_names() -> None:
         "path": "a",
         "offset": 20,
     }
+    # a model that sends every name it knows, the unused ones as null
+    assert ReadFile().validate({"path": None, "file_path": "a", "filePath": None}) == {"path": "a"}

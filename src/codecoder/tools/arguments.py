@@ -29,13 +29,16 @@ _STEP = re.compile(r"\.(\w+)|\[(\d+)\]")
 
 
 def renamed(args: Mapping[str, Any], aliases: Mapping[str, str]) -> dict[str, Any]:
-    """`args` with each alias under its own name; ValueError when both are given, since
-    which one the model meant cannot be told."""
+    """`args` with each alias under its own name (a name given as null is not given);
+    ValueError when two names of a field are, since which one the model meant cannot be
+    told."""
     out: dict[str, Any] = {}
     for key, value in args.items():
         name = aliases.get(key, key)
-        if name in out:
-            given = [k for k in args if aliases.get(k, k) == name]
+        if value is None and (key in aliases or name in out):
+            continue
+        if out.get(name) is not None:
+            given = [k for k in args if aliases.get(k, k) == name and args[k] is not None]
             raise ValueError(f"{' and '.join(f'`{k}`' for k in given)} name the same field")
         out[name] = value
     return out
