@@ -61,8 +61,9 @@ def loose_match(text: str, old: str, new: str) -> Loose | None:
             raise Ambiguous([start + 1 for start in starts])
         if starts:
             window = lines[starts[0] : starts[0] + len(wanted)]
-            shifted = _shifted(window, wanted, _as_lines(new)) if key is _stripped else None
-            replacement = _as_lines(new) if key is _trailing else shifted
+            replacement = (
+                _as_lines(new) if key is _trailing else _shifted(window, wanted, _as_lines(new))
+            )
             if replacement is None:
                 return None
             body = _joined(replacement, window)
