@@ -159,7 +159,7 @@ def test_two_items_in_progress_are_accepted_with_a_note(tmp_path: Path) -> None:
     [
         [{"content": "a", "status": "started"}],
         [{"content": "   "}],
-        [{"content": "a", "priority": "high"}],
+        [{"content": "a", "owner": "me"}],
         [{"content": f"{n}"} for n in range(101)],
         "not a list",
     ],
@@ -170,3 +170,23 @@ def test_bad_checklists_are_refused_without_an_event(tmp_path: Path, items: obje
         TodoWriteTool().run({"items": items}, context(tmp_path, events))
     assert caught.value.error.kind == "invalid_args"
     assert events == []
+
+
+def test_a_checklist_in_claude_codes_or_opencodes_shape_is_taken(tmp_path: Path) -> None:
+    events: list[AgentEvent] = []
+    todos = [
+        {"content": "Read", "status": "completed", "activeForm": "Reading"},
+        {"content": "Fix", "status": "in_progress", "id": "2", "priority": "high"},
+    ]
+    result = TodoWriteTool().run({"todos": todos}, context(tmp_path, events))
+    assert events == [TodoUpdated(items=(TodoItem("Read", "done"), TodoItem("Fix", "in_progress")))]
+    assert result.text.startswith("Checklist updated (1 of 2 done):")
+
+
+def test_a_status_near_one_of_ours_is_pointed_at_it(tmp_path: Path) -> None:
+    with pytest.raises(ToolFailure) as caught:
+        TodoWriteTool().run({"items": [{"content": "a", "status": "don"}]}, context(tmp_path, []))
+    assert caught.value.error.message.splitlines()[0] == (
+        "invalid arguments for todo_write: invalid enum value 'don' (at `items[0].status`); "
+        'did you mean "done"?'
+    )

@@ -32,6 +32,7 @@ from codecoder.kernel.handle import AgentHandle
 from codecoder.kernel.journal import (
     OUTPUT_BUDGET,
     OUTPUT_HOLD,
+    Checked,
     Entry,
     LiveTools,
     Recorder,
@@ -147,6 +148,7 @@ REPLIES: list[Any] = [
         {"type": "usage", "input_tokens": 12, "output_tokens": 7},
     ],
     [call("talk", text="hi ", times=3), call("talk", text="no")],
+    [call("echo", text="c", times="2"), call("echo", text="c", times="x")],
     [call("ask_user", question="which one?", options=["a", "b"]), call("crash", text="x")],
     [{"type": "tool_call", "name": "echo", "raw_args": '{"text": "unterminated'}],
     ["All done, and here is a long answer with many words in it."],
@@ -224,6 +226,9 @@ class _Named:
         self.risk: Risk = "read"
         self.parameters: dict[str, Any] = {}
 
+    def validate(self, args: dict[str, Any]) -> dict[str, Any]:
+        return args
+
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         raise AssertionError(f"{self.name} ran in a replay")
 
@@ -260,6 +265,11 @@ def test_the_record_keeps_text_as_lengths_and_results_by_reference(
     assert b"unterminated" not in record  # the raw arguments are in the message
     assert b"said only live" in record  # live output the result does not hold
     assert b"summary of the start" in record  # a compaction's summary is not a message
+    checked = [e for e in sink.entries() if isinstance(e, Checked)]
+    assert [(e.args, e.error is not None) for e in checked] == [
+        ({"text": "c", "times": 2}, False),  # what the loop went on with
+        (None, True),  # refused: the policy was never asked
+    ]
 
 
 def test_a_changed_kernel_is_caught_by_the_event_digest(

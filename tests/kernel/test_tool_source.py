@@ -29,6 +29,9 @@ class Late:
     def __init__(self, name: str) -> None:
         self.name = name
 
+    def validate(self, args: dict[str, Any]) -> dict[str, Any]:
+        return args
+
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         return tool_result(ctx.call_id, f"{self.name} ran")
 

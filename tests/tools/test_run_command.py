@@ -191,6 +191,33 @@ def test_bad_timeout_is_rejected(tool: RunCommand, ctx: ToolContext, timeout: ob
     assert info.value.error.kind == "invalid_args"
 
 
+def test_the_description_states_the_limits(tool: RunCommand) -> None:
+    text = tool.description
+    assert "Output over 32 KiB keeps its first 16 and last 16 KiB" in text
+    assert "(120 by default, at most 600)" in text
+    assert "Prefer read_file, grep and glob to cat, grep and find" in text
+
+
+def test_other_agents_command_shapes_run_as_the_line_they_mean(
+    tool: RunCommand, ctx: ToolContext, workspace: Path
+) -> None:
+    """Codex sends argv lists, Claude Code a `description` and OpenCode `workdir`; a
+    list is quoted with shlex.join, so `;` in a word stays text."""
+    (workspace / "sub").mkdir()
+    assert tool.validate({"command": ["echo", "a; touch pwned"], "description": "say a"}) == {
+        "command": "echo 'a; touch pwned'"
+    }
+    result = tool.run({"command": ["echo", "a; touch pwned"], "workdir": "sub"}, ctx)
+    assert result.text == "a; touch pwned\n[exit code 0]"
+    assert not (workspace / "sub" / "pwned").exists()
+    assert tool.validate({"command": ["ls -a | head -1"], "timeout_ms": "5000"}) == {
+        "command": "ls -a | head -1",
+        "timeout": 5.0,
+    }
+    with pytest.raises(ToolFailure, match="a list that is empty or holds more than text"):
+        tool.validate({"command": ["echo", 1]})
+
+
 def test_non_utf8_output_is_replaced_not_fatal(tool: RunCommand, ctx: ToolContext) -> None:
     running = Running(tool, {"command": r"printf 'caf\xc3\xa9 \xff\xfe end\n'"}, ctx)
     result = running.join()
@@ -225,7 +252,10 @@ def test_timeout_kills_the_tree(tool: RunCommand, ctx: ToolContext, workspace: P
     result = tool.run({"command": command, "timeout": 0.3}, ctx)
     assert time.monotonic() - began < 0.3 + BOUND * 5
     assert result.status == "error"
-    assert result.text == "started\n[timed out after 0.3 s; the command was killed]"
+    assert result.text == (
+        "started\n[timed out after 0.3 s; the command was killed; "
+        "give `timeout` up to 600 (seconds) if it needs longer]"
+    )
     assert_all_gone(workspace)
 
 

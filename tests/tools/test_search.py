@@ -182,6 +182,25 @@ def test_glob_reports_no_match_and_a_missing_directory(workspace: Path, ctx: Too
     assert status == "error" and "directory not found: missing" in text
 
 
+def test_a_top_level_glob_that_finds_nothing_says_what_any_depth_would(
+    tree: Path, ctx: ToolContext
+) -> None:
+    """`*.py` finds only top-level files; models used to other globs expect any depth."""
+    assert run(Glob(), ctx, pattern="*.py") == (
+        "success",
+        "No files match '*.py' in the workspace. '**/*.py' (any depth) matches 2 files.",
+    )
+    assert run(Glob(), ctx, pattern="*.rs")[1] == "No files match '*.rs' in the workspace."
+
+
+def test_grep_takes_other_agents_names(tree: Path, ctx: ToolContext) -> None:
+    args = {"pattern": "FOO", "-i": True, "include": "*.py", "-n": True, "head_limit": "1"}
+    status, text = run(Grep(use_rg=False), ctx, path="src", **args)
+    assert status == "success"
+    assert text.splitlines()[0] == "src/app.py:1:foo in src/app.py"
+    assert "showing the first 1 matching lines" in text
+
+
 # --- grep: behaviour of the shared output (Python engine, no ripgrep needed) ---------
 
 

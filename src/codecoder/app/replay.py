@@ -273,6 +273,9 @@ class _RecordedTool:
         self.risk: Risk = "read"
         self.parameters: dict[str, Any] = {"type": "object"}
 
+    def validate(self, args: dict[str, Any]) -> dict[str, Any]:
+        raise AssertionError(f"{self.name} validated arguments in a replay")
+
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         raise AssertionError(f"{self.name} ran in a replay")
 
@@ -320,12 +323,15 @@ def _live_tools(workspace: Path, mode: ApprovalMode, manager: ProcessManager) ->
     are not run again: their recorded results stand."""
     from codecoder.permissions.chain import RulePolicy
     from codecoder.tools.files import EditFile, ListDir, ReadFile, WriteFile
+    from codecoder.tools.ledger import ReadLedger
     from codecoder.tools.search import Glob, Grep
     from codecoder.tools.shell import RunCommand
 
     policy = RulePolicy.load(workspace, mode)
+    reads = ReadLedger()
     local: list[Tool] = [
-        ReadFile(), WriteFile(), EditFile(), ListDir(), Glob(), Grep(), RunCommand(manager)
+        ReadFile(reads), WriteFile(reads), EditFile(reads), ListDir(), Glob(), Grep(),
+        RunCommand(manager),
     ]  # fmt: skip
     tools = {tool.name: tool for tool in local}
 

@@ -96,15 +96,17 @@ def default_tools(
     from codecoder.context.skills import has_skills
     from codecoder.tools.ask import AskUserTool
     from codecoder.tools.files import EditFile, ListDir, ReadFile, WriteFile
+    from codecoder.tools.ledger import ReadLedger
     from codecoder.tools.search import Glob, Grep
     from codecoder.tools.shell import RunCommand
     from codecoder.tools.skills import SkillTool
     from codecoder.tools.todo import TodoWriteTool
 
+    reads = ReadLedger()  # what this session read, so that writes do not clobber the unseen
     tools: list[Tool] = [
-        ReadFile(),
-        WriteFile(),
-        EditFile(),
+        ReadFile(reads),
+        WriteFile(reads),
+        EditFile(reads),
         ListDir(),
         Glob(),
         Grep(sandbox=sandbox),

@@ -3,9 +3,9 @@
 Given the same inputs, the loop does the same thing: the same history, the same events.
 Its inputs are what the provider streamed (as the pump took it: text that arrived in a
 burst comes out as one NewToken, so the record keeps the chunks as taken, not as sent),
-the policy's verdicts, people's answers, tool results with the events the tools emitted,
-the compactions swapped in, and the moments the loop found its CancelToken flipped. A
-journal sits at each of those points:
+the tools' reading of the arguments, the policy's verdicts, people's answers, tool
+results with the events the tools emitted, the compactions swapped in, and the moments
+the loop found its CancelToken flipped. A journal sits at each of those points:
 
 - `Journal` passes them through and keeps nothing (sub-agents, `[record] enabled = false`).
 - `Recorder` passes them through and writes each down, as little as the history allows:
@@ -202,6 +202,17 @@ class CompactNow(_Entry, frozen=True, tag="compact_now"):
     view: CompactedView | None
 
 
+class Checked(_Entry, frozen=True, tag="checked"):
+    """A tool's validation of a call's arguments that changed them (`args`: what the
+    loop went on with), refused them (`error`) or crashed (its repr); arguments taken
+    as they were leave no entry."""
+
+    call: str
+    args: dict[str, Any] | None = None
+    error: ToolError | None = None
+    crashed: str | None = None
+
+
 class Decided(_Entry, frozen=True, tag="decided"):
     """A verdict other than allow (allowed calls leave no entry); `crashed`: the policy
     raised, with its repr."""
@@ -320,6 +331,7 @@ Entry = (
     | Stream
     | Ready
     | CompactNow
+    | Checked
     | Decided
     | Answered
     | NotRemembered
@@ -416,6 +428,9 @@ class Journal:
 
     def stream_kept(self, message_id: int) -> None:
         return None
+
+    def validate(self, tool: Tool, call: ToolCall) -> dict[str, Any]:
+        return tool.validate(call.args)
 
     def decide(self, policy: PermissionPolicy, tool: Tool, call: ToolCall) -> Decision:
         return policy.decide(tool, call)
@@ -708,6 +723,19 @@ class Recorder(Journal):
             self._pending.append(Stream(message_id, self._items))
             self._items = None
 
+    def validate(self, tool: Tool, call: ToolCall) -> dict[str, Any]:
+        try:
+            args = tool.validate(call.args)
+        except ToolFailure as failure:
+            self._pending.append(Checked(call.id, error=failure.error))
+            raise
+        except Exception as exc:
+            self._pending.append(Checked(call.id, crashed=repr(exc)))
+            raise
+        if args != call.args:
+            self._pending.append(Checked(call.id, args=args))
+        return args
+
     def decide(self, policy: PermissionPolicy, tool: Tool, call: ToolCall) -> Decision:
         try:
             decision = policy.decide(tool, call)
@@ -994,6 +1022,17 @@ class Replayer(Journal):
         entry: Stream = self._take(Stream, "a model reply")
         message = self._messages.get(entry.message) if entry.message else None
         return _RecordedStream(entry.items, message, token, self._mismatch)
+
+    def validate(self, tool: Tool, call: ToolCall) -> dict[str, Any]:
+        entry = self._peek()
+        if not isinstance(entry, Checked) or entry.call != call.id:
+            return call.args
+        self._at += 1
+        if entry.crashed is not None:
+            raise _ReplayedCrash(entry.crashed)
+        if entry.error is not None:
+            raise ToolFailure(entry.error.kind, entry.error.message)
+        return entry.args if entry.args is not None else call.args
 
     def decide(self, policy: PermissionPolicy, tool: Tool, call: ToolCall) -> Decision:
         entry = self._peek()

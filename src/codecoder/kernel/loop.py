@@ -599,6 +599,9 @@ class AgentLoop:
                 raise ToolFailure(
                     "invalid_args", f"arguments are not a JSON object: {call.raw_args[:200]!r}"
                 )
+            args = self._journal.validate(tool, call)
+            if args != call.args:
+                call = msgspec.structs.replace(call, args=args)
             self._authorise(tool, call, token)
             self._status("running_tool", call.name)
             ctx = ToolContext(

@@ -156,8 +156,9 @@ class ToolContext(msgspec.Struct):
 
 @runtime_checkable
 class Tool(Protocol):
-    """A tool the model may call. `run` validates `args` against `parameters`, raises
-    ToolFailure when it cannot run and returns a ToolResult when it ran."""
+    """A tool the model may call. `validate` turns what the model sent into the
+    arguments `run` reads; `run` raises ToolFailure when it cannot run and returns a
+    ToolResult when it ran."""
 
     @property
     def name(self) -> str: ...
@@ -167,6 +168,13 @@ class Tool(Protocol):
     def risk(self) -> Risk: ...
     @property
     def parameters(self) -> dict[str, Any]: ...
+
+    def validate(self, args: dict[str, Any]) -> dict[str, Any]:
+        """The arguments as `run` will read them (other agents' names for a field
+        renamed, numbers given as text made numbers), or ToolFailure("invalid_args")
+        saying what the tool takes. The loop calls it before the permission policy, so
+        the policy judges what will run; it must not touch anything."""
+        ...
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult: ...
 

@@ -3,12 +3,14 @@
 msgspec rather than pydantic: building a model and its JSON schema costs a few ms here
 against ~280 ms for pydantic, and start-up time counts (docs/benchmarks.md). The struct's
 docstring and field defaults become the JSON schema the model sees; what the model sends
-is validated against the same struct, and a mismatch is a ToolError, never a crash.
+is validated against the same struct, after its aliases and coercions (tools/arguments.py),
+and a mismatch is a ToolError that teaches, never a crash.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from functools import cache
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -16,6 +18,7 @@ import msgspec
 
 from codecoder.kernel.messages import ToolResult
 from codecoder.kernel.ports import Risk, Tool, ToolContext, ToolFailure
+from codecoder.tools.arguments import explain, renamed, signature, unknown_fields, without_nulls
 
 A = TypeVar("A", bound=msgspec.Struct)
 
@@ -51,16 +54,51 @@ class TypedTool(ABC, Generic[A]):
     description: str
     risk: Risk
     args_type: ClassVar[type[msgspec.Struct]]
+    aliases: ClassVar[Mapping[str, str]] = {}
+    """Other agents' names for this tool's fields (`file_path` → `path`), renamed before
+    validation; the schema offers only ours (docs/tools.md lists them)."""
 
     @property
     def parameters(self) -> dict[str, Any]:
         return json_schema(self.args_type)
 
+    def validate(self, args: dict[str, Any]) -> dict[str, Any]:
+        """The fields the model gave, as `run` will read them, so that the permission
+        policy judges what runs and not what was typed."""
+        given = self._prepared(args)
+        built: dict[str, Any] = msgspec.to_builtins(self._converted(given))
+        return {key: built[key] for key in given if key in built}
+
     def parse(self, args: dict[str, Any]) -> A:
+        return self._converted(self._prepared(args))
+
+    def adapt(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Reshape what other agents send in a form of their own (a command as a list)
+        into ours; raise ValueError with what is wrong. The default changes nothing."""
+        return args
+
+    def _prepared(self, args: dict[str, Any]) -> dict[str, Any]:
+        schema = json_schema(self.args_type)
         try:
-            return msgspec.convert(args, type=self.args_type)  # type: ignore[return-value]
+            prepared = self.adapt(without_nulls(renamed(args, self.aliases), schema))
+        except ValueError as exc:
+            raise self._invalid(str(exc)) from exc
+        problem = unknown_fields(prepared, schema, self.aliases)
+        if problem is not None:
+            raise self._invalid(problem)
+        return prepared
+
+    def _converted(self, args: dict[str, Any]) -> A:
+        try:
+            return msgspec.convert(args, type=self.args_type, strict=False)  # type: ignore[return-value]
         except msgspec.ValidationError as exc:
-            raise ToolFailure("invalid_args", f"invalid arguments for {self.name}: {exc}") from exc
+            raise self._invalid(explain(exc, json_schema(self.args_type))) from exc
+
+    def _invalid(self, problem: str) -> ToolFailure:
+        text = (
+            f"invalid arguments for {self.name}: {problem}\n{signature(self.name, self.parameters)}"
+        )
+        return ToolFailure("invalid_args", text)
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         return self.call(self.parse(args), ctx)
@@ -93,3 +131,6 @@ class ToolWrapper:
     @property
     def parameters(self) -> dict[str, Any]:
         return self.tool.parameters
+
+    def validate(self, args: dict[str, Any]) -> dict[str, Any]:
+        return self.tool.validate(args)

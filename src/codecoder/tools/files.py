@@ -4,7 +4,10 @@ Paths are relative to the workspace (absolute ones are accepted; the permission 
 decides whether they may be touched). What a tool finds wrong while running (a missing
 file, a binary file, old text that is absent) is a ToolResult with status "error" that
 the model can act on; arguments that do not fit the struct are a ToolFailure raised by
-TypedTool.parse. Writes are atomic: a temp file in the same directory, then os.replace.
+TypedTool.parse. A read is bounded (MAX_READ_LINES, MAX_READ_BYTES) and always says which
+lines of how many it showed; write_file does not replace a file the session has not read
+(tools/ledger.py); edit_file applies a near miss when it is unambiguous
+(tools/nearmiss.py). Writes are atomic: a temp file in the same directory, then os.replace.
 So a write replaces the file rather than rewriting it in place: another hard link to it
 keeps the old content. A file without write permission for its owner is refused, as an
 editor would ask first, rather than silently replaced.
@@ -26,16 +29,25 @@ from codecoder.boundary import is_own_database, resolve
 from codecoder.kernel.messages import ToolResult, tool_result
 from codecoder.kernel.ports import Risk, ToolContext
 from codecoder.tools.base import TypedTool
+from codecoder.tools.ledger import ReadLedger, Seen
+from codecoder.tools.nearmiss import Ambiguous, closest, loose_match
 from codecoder.tools.workspace import display, printable, walk
 from codecoder.wording import counted
 
 MAX_LINE_CHARS = 2000
-MAX_OUTPUT_BYTES = 256 * 1024
+MAX_READ_LINES = 2000
+MAX_READ_BYTES = 50 * 1024
+"""One read's output at most: about 12k tokens, so a log or a minified file cannot fill
+the context in one call (a 13 MB log once returned ~36k tokens)."""
 SNIFF_BYTES = 8192
+COUNT_CHUNK = 1 << 20
 MAX_LIST_ENTRIES = 500
 MAX_LIST_DEPTH = 3
 
 A = TypeVar("A", bound=msgspec.Struct)
+
+PATH_ALIASES = {"file_path": "path", "filePath": "path", "absolute_path": "path"}
+"""What Claude Code, OpenCode and Gemini CLI call a file tool's `path`."""
 
 
 class Refused(Exception):
@@ -127,59 +139,93 @@ class ReadFileArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     path: Annotated[str, msgspec.Meta(description="File to read, relative to the workspace.")]
     offset: Annotated[int, msgspec.Meta(ge=1, description="First line to show (1-based).")] = 1
     limit: Annotated[
-        int, msgspec.Meta(ge=1, le=100_000, description="How many lines to show at most.")
-    ] = 2000
+        int, msgspec.Meta(ge=1, description=f"Lines to show (at most {MAX_READ_LINES}).")
+    ] = MAX_READ_LINES
 
 
 class ReadFile(FileTool[ReadFileArgs]):
     name = "read_file"
     description = (
-        "Read a UTF-8 text file. Lines come numbered like `cat -n` (number, tab, text); "
-        "the numbers are not part of the file. Reads up to `limit` lines from `offset` "
-        f"(1-based); lines longer than {MAX_LINE_CHARS} characters are cut and output stops "
-        f"at {MAX_OUTPUT_BYTES // 1024} KiB, with a note telling which offset to read next. "
-        "Binary files are refused; use list_dir for directories."
+        "Read a UTF-8 text file, lines numbered like `cat -n` (the numbers are not part of "
+        f"the file). One call shows at most {MAX_READ_LINES} lines or "
+        f"{MAX_READ_BYTES // 1024} KB from `offset`, lines cut at {MAX_LINE_CHARS} "
+        "characters, and ends with `[lines X-Y of N (size)]` and the offset to read on from."
     )
     risk: Risk = "read"
     args_type = ReadFileArgs
+    aliases = PATH_ALIASES
+
+    def __init__(self, reads: ReadLedger | None = None) -> None:
+        """`reads`: the session's ledger, shared with its write_file and edit_file."""
+        self.reads = reads or ReadLedger()
 
     def execute(self, args: ReadFileArgs, ctx: ToolContext) -> str:
         path = target(ctx, args.path)
-        regular_file(ctx, path)
+        info = regular_file(ctx, path)
+        assert info is not None
         shown = display(ctx.workspace, path)
         with path.open("rb") as handle:
             head = handle.read(SNIFF_BYTES)
             if not head:
+                self.reads.read(path, info)
                 return f"{shown} is empty (0 bytes)."
             why = sniff_text(head, complete=len(head) < SNIFF_BYTES)
             if why is not None:
                 raise Refused(f"cannot show {shown}: {why}. Inspect it with run_command.")
-            handle.seek(0)
-            return _numbered(handle, args.offset, args.limit, shown)
+            text = _numbered(handle, args.offset, args.limit, shown)
+        self.reads.read(path, info)
+        return text
 
 
 def _numbered(handle: BinaryIO, offset: int, limit: int, shown: str) -> str:
+    """Lines `offset`… of the file, within MAX_READ_LINES and MAX_READ_BYTES, and a last
+    line saying which lines of how many these are and where to go on."""
+    handle.seek(0)
+    total = _line_count(handle)
+    if offset > total:
+        raise Refused(f"offset {offset} is past the end of {shown} ({counted(total, 'line')})")
+    handle.seek(0)
     out: list[str] = []
-    size = 0
-    number = 0
+    used = 0
+    last = offset - 1
+    capped = False
     for number, line in enumerate(_lines(handle), start=1):
         if number < offset:
             continue
-        row = f"{number:>6}\t{line}"
-        if number >= offset + limit:
-            out.append(f"[more lines follow; call read_file with offset={number} to continue]")
+        if number >= offset + min(limit, MAX_READ_LINES):
             break
-        if size + len(row.encode()) + 1 > MAX_OUTPUT_BYTES:
-            out.append(
-                f"[output capped at {MAX_OUTPUT_BYTES // 1024} KiB; "
-                f"call read_file with offset={number} to continue]"
-            )
+        row = f"{number:>6}\t{line}"
+        if out and used + len(row.encode()) + 1 > MAX_READ_BYTES:
+            capped = True
             break
         out.append(row)
-        size += len(row.encode()) + 1
-    if not out:
-        raise Refused(f"offset {offset} is past the end of {shown} ({counted(number, 'line')})")
+        used += len(row.encode()) + 1
+        last = number
+    size = handle.seek(0, os.SEEK_END)
+    where = f"[lines {offset}-{last} of {total} ({_size(size)})"
+    if last < total:
+        why = f"{MAX_READ_BYTES // 1024} KB per read; " if capped else ""
+        where += f"; {why}read on with offset={last + 1}"
+    out.append(where + "]")
     return "\n".join(out)
+
+
+def _line_count(handle: BinaryIO) -> int:
+    """Lines as _lines splits them (on \\n; a last line without one counts)."""
+    count = 0
+    last = b"\n"
+    while chunk := handle.read(COUNT_CHUNK):
+        count += chunk.count(b"\n")
+        last = chunk[-1:]
+    return count + (last != b"\n")
+
+
+def _size(size: int) -> str:
+    if size < 1024:
+        return counted(size, "byte")
+    if size < 1024 * 1024:
+        return f"{size / 1024:.1f} KB"
+    return f"{size / (1024 * 1024):.1f} MB"
 
 
 def _lines(handle: BinaryIO) -> Iterator[str]:
@@ -255,18 +301,39 @@ class WriteFile(FileTool[WriteFileArgs]):
     description = (
         "Create a file or replace its whole content (UTF-8). Missing parent directories "
         "are created; an existing file keeps its permissions (a read-only one is refused) "
-        "but is replaced by a new file, so hard links to it keep the old content. To change "
+        "but is replaced by a new file, so hard links to it keep the old content. A file "
+        "that is not empty must have been read first, and not changed since. To change "
         "part of a file, prefer edit_file."
     )
     risk: Risk = "write"
     args_type = WriteFileArgs
+    aliases = PATH_ALIASES
+
+    def __init__(self, reads: ReadLedger | None = None) -> None:
+        """`reads`: the session's ledger, shared with its read_file and edit_file."""
+        self.reads = reads or ReadLedger()
 
     def execute(self, args: WriteFileArgs, ctx: ToolContext) -> str:
         path = target(ctx, args.path)
-        writable_file(ctx, path, must_exist=False)
+        shown = display(ctx.workspace, path)
+        info = writable_file(ctx, path, must_exist=False)
+        if info is not None and info.st_size > 0:
+            seen = self.reads.seen(path, info)
+            if seen is Seen.UNREAD:
+                raise Refused(
+                    f"{shown} exists ({counted(info.st_size, 'byte')}) and this session has "
+                    "not read it; read_file it first so nothing in it is lost unseen, or "
+                    "change part of it with edit_file"
+                )
+            if seen is Seen.CHANGED:
+                raise Refused(
+                    f"{shown} changed since this session last read it (now "
+                    f"{counted(info.st_size, 'byte')}); read_file it again before "
+                    "replacing it"
+                )
         data = _encode(args.content, "content")
         old = atomic_write(path, data)
-        shown = display(ctx.workspace, path)
+        self.reads.read(path, path.stat())
         written = f"{counted(len(data), 'byte')}, {counted(_count_lines(args.content), 'line')}"
         if old is None:
             return f"Created {shown} ({written})."
@@ -290,12 +357,27 @@ class EditFile(FileTool[EditFileArgs]):
     name = "edit_file"
     description = (
         "Replace exact text in a UTF-8 file. `old_text` must occur exactly once (include "
-        "enough surrounding lines to make it unique) unless `replace_all` is true. Match "
-        "the file's text exactly, without read_file's line-number prefixes. Like write_file, "
-        "it replaces the file (read-only files are refused, hard links keep the old text)."
+        "enough surrounding lines to make it unique) unless `replace_all` is true. Copy "
+        "the file's text without read_file's line-number prefixes; a match that differs "
+        "only in indentation or trailing spaces is applied when it is unique. Like "
+        "write_file, it replaces the file (read-only files are refused)."
     )
     risk: Risk = "write"
     args_type = EditFileArgs
+    aliases = {
+        **PATH_ALIASES,
+        "old_string": "old_text",
+        "oldString": "old_text",
+        "old_str": "old_text",
+        "new_string": "new_text",
+        "newString": "new_text",
+        "new_str": "new_text",
+        "replaceAll": "replace_all",
+    }
+
+    def __init__(self, reads: ReadLedger | None = None) -> None:
+        """`reads`: the session's ledger, shared with its read_file and write_file."""
+        self.reads = reads or ReadLedger()
 
     def execute(self, args: EditFileArgs, ctx: ToolContext) -> str:
         if not args.old_text:
@@ -303,17 +385,31 @@ class EditFile(FileTool[EditFileArgs]):
         if args.old_text == args.new_text:
             raise Refused("old_text and new_text are the same; nothing to change")
         path = target(ctx, args.path)
-        writable_file(ctx, path, must_exist=True)
+        info = writable_file(ctx, path, must_exist=True)
+        assert info is not None
         shown = display(ctx.workspace, path)
+        seen = self.reads.seen(path, info)
+        changed = (
+            f" {shown} changed since this session last read it." if seen is Seen.CHANGED else ""
+        )
         text = _read_text(path, shown)
         old, new = _matching_newlines(text, args.old_text, args.new_text)
         starts = _occurrences(text, old)
-        _check_count(starts, text, args, shown)
-        updated = text.replace(old, new) if args.replace_all else text.replace(old, new, 1)
+        if not starts:
+            updated, done = _near_miss(text, args, shown, changed)
+        else:
+            _check_count(starts, text, args, shown)
+            updated = text.replace(old, new) if args.replace_all else text.replace(old, new, 1)
+            shift = len(new) - len(old)
+            lines = [updated.count("\n", 0, at + k * shift) + 1 for k, at in enumerate(starts)]
+            done = f"Edited {shown}: {_plural(len(starts), 'replacement')} ({_at_lines(lines)})."
         atomic_write(path, _encode(updated, "new_text"))
-        shift = len(new) - len(old)
-        lines = [updated.count("\n", 0, start + k * shift) + 1 for k, start in enumerate(starts)]
-        return f"Edited {shown}: {_plural(len(starts), 'replacement')} ({_at_lines(lines)})."
+        if seen is Seen.CURRENT:
+            self.reads.read(path, path.stat())
+        if changed:
+            done += f"{changed} The edit matched its current text; read it again before "
+            done += "relying on the rest of it."
+        return done
 
 
 def _read_text(path: Path, shown: str) -> str:
@@ -345,15 +441,32 @@ def _occurrences(text: str, old: str) -> list[int]:
     return starts
 
 
-def _check_count(starts: list[int], text: str, args: EditFileArgs, shown: str) -> None:
-    if not starts:
-        hint = ""
-        if args.old_text.strip() and args.old_text.strip() in text:
-            hint = " (it does occur with different leading/trailing whitespace)"
+def _near_miss(text: str, args: EditFileArgs, shown: str, changed: str) -> tuple[str, str]:
+    """The file edited where old_text matches but for whitespace, with what to tell the
+    model; Refused, with the closest lines, when it does not match once so."""
+    try:
+        loose = loose_match(text, args.old_text, args.new_text)
+    except Ambiguous as exc:
         raise Refused(
-            f"old_text not found in {shown}{hint}; read the file again and copy the text "
-            "exactly, without line-number prefixes"
+            f"old_text not found in {shown} as given; ignoring whitespace it matches "
+            f"{len(exc.lines)} places ({_at_lines(exc.lines)}). Copy the text exactly, "
+            "with enough lines around it to be unique."
+        ) from None
+    if loose is None:
+        near = closest(text, args.old_text)
+        shown_lines = f" The closest lines:\n{near}" if near is not None else ""
+        raise Refused(
+            f"old_text not found in {shown}.{changed} Read the file again and copy the text "
+            f"exactly, without line-number prefixes.{shown_lines}"
         )
+    return loose.text, (
+        f"Edited {shown}: 1 replacement (line {loose.line}), matched with the {loose.how} "
+        "of old_text corrected to the file's; new_text was given the same. Check the "
+        "result if indentation matters."
+    )
+
+
+def _check_count(starts: list[int], text: str, args: EditFileArgs, shown: str) -> None:
     if len(starts) > 1 and not args.replace_all:
         lines = [text.count("\n", 0, start) + 1 for start in starts]
         raise Refused(
@@ -395,6 +508,7 @@ class ListDir(FileTool[ListDirArgs]):
     )
     risk: Risk = "read"
     args_type = ListDirArgs
+    aliases = {"dir_path": "path", "directory": "path"}
 
     def execute(self, args: ListDirArgs, ctx: ToolContext) -> str:
         path = target(ctx, args.path)

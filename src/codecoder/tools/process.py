@@ -414,6 +414,10 @@ class _Run(msgspec.Struct, eq=False):
 
 # --- the manager ---------------------------------------------------------------------
 
+HEAD_BYTES = 16 * 1024
+TAIL_BYTES = 16 * 1024
+"""Of a command's output, what its result keeps by default: the beginning and the end."""
+
 
 class ProcessManager:
     """Owns the running commands of this process: spawns them, kills their trees, reaps
@@ -425,8 +429,8 @@ class ProcessManager:
         self,
         *,
         grace: float = 2.0,
-        head_bytes: int = 16 * 1024,
-        tail_bytes: int = 16 * 1024,
+        head_bytes: int = HEAD_BYTES,
+        tail_bytes: int = TAIL_BYTES,
         shell: str | None = None,
         environment: ChildEnvironment | None = None,
         watchdog: bool = True,

@@ -28,7 +28,7 @@ from bisect import bisect_left
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Annotated, NamedTuple
+from typing import IO, TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import msgspec
 
@@ -85,6 +85,7 @@ class Glob(FileTool[GlobArgs]):
     )
     risk: Risk = "read"
     args_type = GlobArgs
+    aliases = {"dir_path": "path", "directory": "path"}
 
     def execute(self, args: GlobArgs, ctx: ToolContext) -> str:
         base = target(ctx, args.path)
@@ -99,7 +100,8 @@ class Glob(FileTool[GlobArgs]):
             raise Refused(str(exc)) from exc
         found = sorted(_glob(root, rules, ctx), key=lambda hit: (-hit[0], hit[1]))
         if not found:
-            return f"No files match {args.pattern!r} in {_place(display(ctx.workspace, base))}."
+            where = _place(display(ctx.workspace, base))
+            return f"No files match {args.pattern!r} in {where}.{_deeper(rest, root, ctx)}"
         lines = [display(ctx.workspace, path) for _, path in found[:MAX_GLOB_RESULTS]]
         if len(found) > MAX_GLOB_RESULTS:
             lines.append(
@@ -107,6 +109,19 @@ class Glob(FileTool[GlobArgs]):
                 "modified. Narrow the pattern or the path.]"
             )
         return "\n".join(lines)
+
+
+def _deeper(rest: str, root: Path, ctx: ToolContext) -> str:
+    """For a pattern that found nothing at its own level (`*.py`): how many files the
+    same pattern finds at any depth, since `*` not crossing folders surprises models
+    used to other tools' globs."""
+    if "/" in rest or rest.startswith("**"):
+        return ""
+    rules = compile_rules([_literal_bang(f"**/{rest}")], anchored=True, strict=True)
+    count = sum(1 for _ in _glob(root, rules, ctx))
+    if not count:
+        return ""
+    return f" '**/{rest}' (any depth) matches {count} {'file' if count == 1 else 'files'}."
 
 
 def _place(shown: str) -> str:
@@ -245,6 +260,20 @@ class Grep(FileTool[GrepArgs]):
     )
     risk: Risk = "read"
     args_type = GrepArgs
+    aliases = {
+        "include": "glob",
+        "-i": "ignore_case",
+        "case_insensitive": "ignore_case",
+        "-C": "context",
+        "context_lines": "context",
+        "head_limit": "max_results",
+        "dir_path": "path",
+        "directory": "path",
+    }
+
+    def adapt(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Claude Code's `-n` (line numbers) is dropped: ours always has them."""
+        return {key: value for key, value in args.items() if key != "-n"}
 
     def __init__(
         self,

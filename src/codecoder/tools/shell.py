@@ -14,6 +14,7 @@ to the user (permissions/chain.py, "escalation").
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -26,12 +27,13 @@ from codecoder.kernel.events import StatusUpdate
 from codecoder.kernel.messages import ToolResult, tool_result
 from codecoder.kernel.ports import Risk, ToolContext, ToolFailure
 from codecoder.tools.base import TypedTool
-from codecoder.tools.process import CommandOutcome, ProcessManager
+from codecoder.tools.process import HEAD_BYTES, TAIL_BYTES, CommandOutcome, ProcessManager
 
 if TYPE_CHECKING:
     from codecoder.sandbox.bwrap import Confinement
     from codecoder.sandbox.runtime import Sandbox
 
+DEFAULT_TIMEOUT = 120.0
 MAX_TIMEOUT = 600.0
 
 Around = Callable[[Callable[[], ToolResult], ToolContext], ToolResult]
@@ -49,7 +51,7 @@ class RunCommandArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     timeout: Annotated[
         float,
         msgspec.Meta(gt=0, le=MAX_TIMEOUT, description="Seconds before the command is killed."),
-    ] = 120.0
+    ] = DEFAULT_TIMEOUT
     sandbox: Annotated[
         bool,
         msgspec.Meta(
@@ -63,13 +65,16 @@ class RunCommand(TypedTool[RunCommandArgs]):
     name = "run_command"
     description = (
         "Run a shell command (bash -c) in the workspace and return its output and exit code. "
-        "stdin is closed, so nothing may wait for input; stdout and stderr are merged. "
-        "Long output is cut to its beginning and end in the result. Processes the command "
-        "starts in the background are killed when it exits, so do not start servers or "
-        "watchers here."
+        "stdin is closed; stdout and stderr are merged. Output over "
+        f"{(HEAD_BYTES + TAIL_BYTES) // 1024} KiB keeps its first {HEAD_BYTES // 1024} and "
+        f"last {TAIL_BYTES // 1024} KiB. Killed after `timeout` seconds ({DEFAULT_TIMEOUT:g} "
+        f"by default, at most {MAX_TIMEOUT:g}). Processes it leaves in the background are "
+        "killed when it exits, so no servers or watchers. Prefer read_file, grep and glob "
+        "to cat, grep and find."
     )
     risk: Risk = "execute"
     args_type: ClassVar[type[msgspec.Struct]] = RunCommandArgs
+    aliases = {"cmd": "command", "workdir": "cwd", "directory": "cwd", "dir_path": "cwd"}
 
     def __init__(self, manager: ProcessManager, sandbox: Sandbox | None = None) -> None:
         self.manager = manager
@@ -83,6 +88,28 @@ class RunCommand(TypedTool[RunCommandArgs]):
             return schema
         properties = {k: v for k, v in schema["properties"].items() if k != "sandbox"}
         return {**schema, "properties": properties}
+
+    def adapt(self, args: dict[str, Any]) -> dict[str, Any]:
+        """A command as a list (Codex's argv, `["bash", "-lc", "make"]`) becomes the line
+        that runs it, quoted by shlex.join, so the policy parses what bash will run; a
+        one-item list is taken as the line itself. `timeout_ms` becomes `timeout`;
+        Claude Code's `description` of the command is dropped."""
+        out = {key: value for key, value in args.items() if key != "description"}
+        command = out.get("command")
+        if isinstance(command, list):
+            words: list[Any] = command  # type: ignore[assignment]
+            if not words or not all(isinstance(word, str) for word in words):
+                raise ValueError("`command` is a list that is empty or holds more than text")
+            out["command"] = words[0] if len(words) == 1 else shlex.join(words)
+        millis = out.pop("timeout_ms", None)
+        if millis is not None:
+            if "timeout" in out:
+                raise ValueError("`timeout` and `timeout_ms` name the same field")
+            try:
+                out["timeout"] = float(millis) / 1000
+            except (TypeError, ValueError):
+                raise ValueError(f"`timeout_ms` is not a number: {millis!r}") from None
+        return out
 
     def run(
         self, args: dict[str, Any], ctx: ToolContext, *, around: Around | None = None
@@ -191,7 +218,11 @@ def _to_result(
 
 def _status_line(outcome: CommandOutcome, timeout: float) -> str:
     if outcome.ended == "timeout":
-        return f"timed out after {timeout:g} s; the command was killed"
+        if timeout < MAX_TIMEOUT:
+            raise_it = f"give `timeout` up to {MAX_TIMEOUT:g} (seconds) if it needs longer"
+        else:
+            raise_it = "that is the most `timeout` allows: split the work into shorter steps"
+        return f"timed out after {timeout:g} s; the command was killed; {raise_it}"
     if outcome.ended == "cancelled":
         return "cancelled; the command was killed"
     if outcome.ended == "killed":

@@ -11,7 +11,7 @@ for a rule that only serves tidiness. The result says so when it happens.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -22,6 +22,10 @@ from codecoder.tools.base import TypedTool
 
 MAX_ITEMS = 100
 _MARKS = {"pending": "[ ]", "in_progress": "[>]", "done": "[x]"}
+STATUS_ALIASES = {"completed": "done", "complete": "done", "in-progress": "in_progress"}
+"""Other agents' names for a status (`completed` is Claude Code's and OpenCode's)."""
+FOREIGN_FIELDS = frozenset({"activeForm", "id", "priority"})
+"""Fields other agents' checklists carry that ours has no use for: dropped."""
 
 
 class TodoEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -34,7 +38,7 @@ class TodoEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ] = "pending"
 
 
-class TodoWriteArgs(msgspec.Struct, frozen=True):
+class TodoWriteArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     items: Annotated[
         list[TodoEntry],
         msgspec.Meta(
@@ -54,6 +58,14 @@ class TodoWriteTool(TypedTool[TodoWriteArgs]):
     )
     risk: Risk = "read"
     args_type = TodoWriteArgs
+    aliases = {"todos": "items"}
+
+    def adapt(self, args: dict[str, Any]) -> dict[str, Any]:
+        items = args.get("items")
+        if not isinstance(items, list):
+            return args
+        entries: list[Any] = items  # type: ignore[assignment]
+        return {**args, "items": [_entry(entry) for entry in entries]}
 
     def call(self, args: TodoWriteArgs, ctx: ToolContext) -> ToolResult:
         items = tuple(
@@ -62,6 +74,17 @@ class TodoWriteTool(TypedTool[TodoWriteArgs]):
         )
         ctx.emit(TodoUpdated(items=items))
         return tool_result(ctx.call_id, render(items))
+
+
+def _entry(entry: Any) -> Any:
+    if not isinstance(entry, dict):
+        return entry
+    fields: dict[str, Any] = entry  # type: ignore[assignment]
+    out = {key: value for key, value in fields.items() if key not in FOREIGN_FIELDS}
+    status = out.get("status")
+    if isinstance(status, str):
+        out["status"] = STATUS_ALIASES.get(status, status)
+    return out
 
 
 def render(items: tuple[TodoItem, ...]) -> str:

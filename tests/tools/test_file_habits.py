@@ -1,0 +1,230 @@
+"""What the file tools tell a model that makes the usual mistakes: reading a huge file,
+overwriting what it never read, an old_text whose whitespace is off, other agents'
+argument names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from codecoder.kernel.ports import ToolContext, ToolFailure
+from codecoder.tools.files import MAX_READ_BYTES, MAX_READ_LINES, EditFile, ReadFile, WriteFile
+from codecoder.tools.ledger import ReadLedger
+
+from .conftest import write
+
+
+def run(tool: Any, ctx: ToolContext, **args: Any) -> tuple[str, str]:
+    result = tool.run(args, ctx)
+    return result.status, result.text
+
+
+def session(max_files: int = 4096) -> tuple[ReadFile, WriteFile, EditFile]:
+    reads = ReadLedger(max_files)
+    return ReadFile(reads), WriteFile(reads), EditFile(reads)
+
+
+# --- reads are bounded and say where they are ------------------------------------------
+
+
+def test_a_read_of_a_big_log_is_bounded_and_says_how_many_lines_there_are(
+    workspace: Path, ctx: ToolContext
+) -> None:
+    write(workspace, "app.log", "".join(f"event {n} ok\n" for n in range(1, 300_001)))
+    status, text = run(ReadFile(), ctx, path="app.log", limit=100_000)
+    lines = text.splitlines()
+    assert status == "success" and len(lines) == MAX_READ_LINES + 1
+    assert lines[-2] == f"{MAX_READ_LINES:>6}\tevent {MAX_READ_LINES} ok"
+    assert lines[-1] == f"[lines 1-2000 of 300000 (4.5 MB); read on with offset={2001}]"
+    text = run(ReadFile(), ctx, path="app.log", offset=299_999)[1]
+    assert text.splitlines()[-1] == "[lines 299999-300000 of 300000 (4.5 MB)]"
+
+
+def test_a_file_of_long_lines_stops_at_the_byte_cap(workspace: Path, ctx: ToolContext) -> None:
+    write(workspace, "min.js", ("x" * 1900 + "\n") * 200)
+    text = run(ReadFile(), ctx, path="min.js")[1]
+    assert len(text.encode()) <= MAX_READ_BYTES + 100
+    *rows, note = text.splitlines()
+    assert note == (
+        f"[lines 1-{len(rows)} of 200 (371.3 KB); 50 KB per read; "
+        f"read on with offset={len(rows) + 1}]"
+    )
+
+
+# --- no overwrite of what was not read ---------------------------------------------------
+
+
+def test_write_refuses_an_unread_file_and_says_why(workspace: Path, ctx: ToolContext) -> None:
+    path = write(workspace, "notes.md", "keep me\n")
+    read, write_file, edit = session()
+    status, text = run(write_file, ctx, path="notes.md", content="new\n")
+    assert status == "error"
+    assert text == (
+        "notes.md exists (8 bytes) and this session has not read it; read_file it first so "
+        "nothing in it is lost unseen, or change part of it with edit_file"
+    )
+    assert path.read_text() == "keep me\n"
+    run(read, ctx, path="notes.md", limit=1)  # any read counts
+    assert run(write_file, ctx, path="notes.md", content="new\n")[0] == "success"
+    assert path.read_text() == "new\n"
+    # the session's own writes and edits keep it writable; an empty file loses nothing
+    assert run(edit, ctx, path="notes.md", old_text="new", new_text="newer")[0] == "success"
+    assert run(write_file, ctx, path="notes.md", content="x\n")[0] == "success"
+    write(workspace, "empty.txt", "")
+    assert run(write_file, ctx, path="empty.txt", content="y\n")[0] == "success"
+
+
+def test_write_refuses_a_file_that_changed_since_it_was_read(
+    workspace: Path, ctx: ToolContext
+) -> None:
+    path = write(workspace, "conf.toml", "a = 1\n")
+    read, write_file, _ = session()
+    run(read, ctx, path="conf.toml")
+    path.write_text("a = 1\nb = 2\n")  # a formatter, the user, a command
+    status, text = run(write_file, ctx, path="conf.toml", content="c = 3\n")
+    assert status == "error"
+    assert text.startswith("conf.toml changed since this session last read it (now 12 bytes)")
+    assert path.read_text() == "a = 1\nb = 2\n"
+
+
+def test_an_edit_of_an_unread_file_does_not_make_it_writable(
+    workspace: Path, ctx: ToolContext
+) -> None:
+    write(workspace, "big.py", "a = 1\nb = 2\n")
+    _, write_file, edit = session()
+    assert run(edit, ctx, path="big.py", old_text="a = 1", new_text="a = 0")[0] == "success"
+    assert run(write_file, ctx, path="big.py", content="")[0] == "error"
+
+
+def test_edit_says_when_the_file_changed_since_it_was_read(
+    workspace: Path, ctx: ToolContext
+) -> None:
+    path = write(workspace, "m.py", "a = 1\nb = 2\n")
+    read, write_file, edit = session()
+    run(read, ctx, path="m.py")
+    path.write_text("a = 1\nb = 20\n")
+    status, text = run(edit, ctx, path="m.py", old_text="b = 2\n", new_text="b = 3\n")
+    assert status == "error"
+    assert "m.py changed since this session last read it. Read the file again" in text
+    status, text = run(edit, ctx, path="m.py", old_text="a = 1", new_text="a = 5")
+    assert status == "success"
+    assert text.endswith(
+        "m.py changed since this session last read it. The edit matched its current text; "
+        "read it again before relying on the rest of it."
+    )
+    assert run(write_file, ctx, path="m.py", content="")[0] == "error"  # still not re-read
+
+
+def test_the_ledger_forgets_the_oldest_beyond_its_bound(workspace: Path, ctx: ToolContext) -> None:
+    for name in ("a", "b", "c"):
+        write(workspace, name, "x\n")
+    read, write_file, _ = session(max_files=2)
+    for name in ("a", "b", "c"):
+        run(read, ctx, path=name)
+    assert run(write_file, ctx, path="a", content="y\n")[0] == "error"
+    assert run(write_file, ctx, path="c", content="y\n")[0] == "success"
+
+
+# --- edit_file near misses ---------------------------------------------------------------
+
+SOURCE = "class A:\n    def f(self):\n        return 1  \n\n    def g(self):\n        return 2\n"
+
+
+def test_an_edit_off_only_in_trailing_whitespace_applies_and_says_so(
+    workspace: Path, ctx: ToolContext
+) -> None:
+    path = write(workspace, "a.py", SOURCE)
+    old = "    def f(self):\n        return 1\n"
+    status, text = run(EditFile(), ctx, path="a.py", old_text=old, new_text=old.replace("1", "9"))
+    assert status == "success"
+    assert text.startswith("Edited a.py: 1 replacement (line 2), matched with the trailing")
+    assert path.read_text() == SOURCE.replace("return 1  ", "return 9")
+
+
+def test_an_edit_with_lost_indentation_is_shifted_back(workspace: Path, ctx: ToolContext) -> None:
+    path = write(workspace, "a.py", SOURCE)
+    old = "def g(self):\n    return 2"  # copied dedented by four
+    new = "def g(self):\n    if self:\n        return 3\n    return 2"
+    status, text = run(EditFile(), ctx, path="a.py", old_text=old, new_text=new)
+    assert status == "success" and "indentation" in text and "(line 5)" in text
+    assert path.read_text().endswith(
+        "    def g(self):\n        if self:\n            return 3\n        return 2\n"
+    )
+
+
+def test_an_ambiguous_near_miss_is_refused_with_its_places(
+    workspace: Path, ctx: ToolContext
+) -> None:
+    path = write(workspace, "b.py", "if a:\n    x = 1\nif b:\n  x = 1\n")
+    status, text = run(EditFile(), ctx, path="b.py", old_text="      x = 1\n", new_text="x = 2\n")
+    assert status == "error"
+    assert "ignoring whitespace it matches 2 places (lines 2, 4)" in text
+    assert path.read_text() == "if a:\n    x = 1\nif b:\n  x = 1\n"
+
+
+def test_a_miss_shows_the_closest_lines_with_their_numbers(
+    workspace: Path, ctx: ToolContext
+) -> None:
+    path = write(workspace, "a.py", SOURCE)
+    old = "    def g(self):\n        return 22\n"
+    status, text = run(EditFile(), ctx, path="a.py", old_text=old, new_text="x")
+    assert status == "error"
+    assert text.endswith("The closest lines:\n     5\t    def g(self):\n     6\t        return 2")
+    assert path.read_text() == SOURCE
+
+
+# --- other agents' argument names --------------------------------------------------------
+
+
+def test_claude_code_and_opencode_names_are_accepted(workspace: Path, ctx: ToolContext) -> None:
+    path = write(workspace, "m.py", "a = 1\n")
+    read, _, edit = session()
+    assert run(read, ctx, file_path="m.py", offset="1", limit=None)[0] == "success"
+    status, _ = run(edit, ctx, file_path="m.py", old_string="a = 1", new_string="a = 2")
+    assert status == "success"
+    status, _ = run(edit, ctx, filePath="m.py", oldString="a = 2", newString="a = 3")
+    assert status == "success" and path.read_text() == "a = 3\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "problem"),
+    [
+        (
+            {"path": "m.py", "file_path": "m.py", "old_text": "a", "new_text": "b"},
+            "`path` and `file_path` name the same field",
+        ),
+        (
+            {"path": "m.py", "old_txt": "a", "new_text": "b"},
+            "unknown field `old_txt` (did you mean `old_text`?)",
+        ),
+        (
+            {"path": "m.py", "old_text": "a", "new_text": "b", "replace_all": "sometimes"},
+            "expected `bool`, got `str` (at `replace_all`)",
+        ),
+    ],
+)
+def test_a_malformed_edit_teaches_the_parameters(
+    args: dict[str, Any], problem: str, ctx: ToolContext
+) -> None:
+    with pytest.raises(ToolFailure) as caught:
+        EditFile().validate(args)
+    assert caught.value.error.kind == "invalid_args"
+    assert caught.value.error.message == (
+        f"invalid arguments for edit_file: {problem}\n"
+        "edit_file takes:\n"
+        "  path: string (required)\n"
+        "  old_text: string (required)\n"
+        "  new_text: string (required)\n"
+        "  replace_all: boolean (default false)"
+    )
+
+
+def test_validate_gives_only_what_the_model_sent_under_our_names() -> None:
+    assert ReadFile().validate({"file_path": "a", "offset": "20", "limit": None}) == {
+        "path": "a",
+        "offset": 20,
+    }
+    # a model that sends every name it knows, the unused ones as null
+    assert ReadFile().validate({"path": None, "file_path": "a", "filePath": None}) == {"path": "a"}
