@@ -29,6 +29,9 @@ class McpLikeTool:
     def __init__(self, name: str) -> None:
         self.name = name
 
+    def validate(self, args: dict[str, Any]) -> dict[str, Any]:
+        return args
+
     def run(self, args: dict[str, Any], ctx: Any) -> Any:
         raise AssertionError("the policy never runs a tool")
 
