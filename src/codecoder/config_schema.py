@@ -148,6 +148,9 @@ class SandboxTable(_Table, frozen=True, forbid_unknown_fields=True):
     """Every confined command gets the network."""
     network_allow: list[str] = []
     """run_command patterns (`npm install:*`) of the commands that get the network."""
+    max_processes: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    """Processes and threads one confined command may have at once; 0: no limit;
+    absent: 2048 (sandbox/limits.py DEFAULT_MAX)."""
 
 
 class HookTable(_Table, frozen=True, forbid_unknown_fields=True):

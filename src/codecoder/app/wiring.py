@@ -456,6 +456,7 @@ def build_sandbox(
     from codecoder.sandbox.runtime import Sandbox
 
     mode, network, allow = options.sandbox, False, ()
+    max_processes: int | None = None
     source = "--sandbox"
     if user_config:  # config_schema is loaded once a config file was read
         from codecoder import paths
@@ -465,6 +466,7 @@ def build_sandbox(
         if mode is None and table.mode is not None:
             mode, source = table.mode, f"[sandbox] mode in {paths.config_dir() / 'config.toml'}"
         network, allow = table.network, tuple(table.network_allow)
+        max_processes = table.max_processes
     network_for = None
     if allow:
         from codecoder import paths
@@ -485,6 +487,7 @@ def build_sandbox(
         reads_repository=reads_repository,
         roots=policy.scope.roots,
         escalation=lambda: options.attended and policy.mode != "never-ask",
+        max_processes=max_processes,
     )
     try:
         sandbox.check()

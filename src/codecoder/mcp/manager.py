@@ -146,6 +146,9 @@ class Slot:
         self.names: frozenset[str] = frozenset()
         """The server's own tool names, once it has listed them (cached ones until then)."""
         self.restarts = 0
+        self.uncounted = False
+        """The last run ended without a crash (the transport could not take what it
+        sent): its restart is not one of the MAX_RESTARTS."""
         self.pid: int | None = None
         self.where = ""
         self._manager = manager
@@ -265,14 +268,16 @@ class Slot:
             self._manager.notice(f"MCP server {self.spec.name} {self.detail}")
         self._manager.tools_changed()
 
-    def ended(self, generation: int, how: str) -> None:
+    def ended(self, generation: int, how: str, *, crash: bool = True) -> None:
         """(loop) A run that was ready has ended: stopped by us, or the server went away
-        (its tools stay offered: the next call restarts it)."""
+        (its tools stay offered: the next call restarts it, as one of its restarts if it
+        crashed)."""
         with self.cond:
             if generation != self.generation:
                 return
             stopped = self._stop_requested and not self._manager.lost(self)
             self.status = "stopped" if stopped else "exited"
+            self.uncounted = not crash
             self.detail = f"{how}{self.tail_text()}"
             self.connection, self.pid = None, None
             self.cond.notify_all()
@@ -464,12 +469,12 @@ class McpManager:
                 if slot.status == "ready" and slot.connection is not None:
                     return slot.connection, slot.generation, slot.names
                 if slot.status == "exited":
-                    if slot.restarts >= MAX_RESTARTS:
+                    if not slot.uncounted and slot.restarts >= MAX_RESTARTS:
                         return (
                             f"MCP server {name} stopped ({slot.detail}) and was restarted "
                             f"{MAX_RESTARTS} times already this session"
                         )
-                    slot.restarts += 1
+                    slot.restarts += 0 if slot.uncounted else 1
                     slot.launch()
                     continue
                 if slot.status != "starting":
@@ -522,12 +527,16 @@ class McpManager:
                 slot.cond.wait(left)
             detail = slot.detail or "the connection was lost"
             left_over = MAX_RESTARTS - slot.restarts
-        after = (
-            f"it is restarted at the next call (restart {MAX_RESTARTS - left_over + 1} of "
-            f"{MAX_RESTARTS})"
-            if left_over > 0
-            else "it was restarted too often to be restarted again this session"
-        )
+            uncounted = slot.uncounted and slot.generation == generation
+        if uncounted:
+            after = "it is restarted at the next call (it did not crash: not counted)"
+        elif left_over > 0:
+            after = (
+                f"it is restarted at the next call (restart {MAX_RESTARTS - left_over + 1} of "
+                f"{MAX_RESTARTS})"
+            )
+        else:
+            after = "it was restarted too often to be restarted again this session"
         return f"MCP server {name} stopped during the call ({detail}); {after}"
 
     # --- shared --------------------------------------------------------------------------

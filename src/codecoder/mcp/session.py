@@ -27,7 +27,7 @@ from codecoder import __version__
 from codecoder.mcp.cache import ToolEntry
 from codecoder.mcp.config import ServerSpec
 from codecoder.mcp.process import ChildProcess
-from codecoder.mcp.stdio import Streams, open_stdio
+from codecoder.mcp.stdio import SKIPPED, Streams, open_stdio
 
 if TYPE_CHECKING:
     from codecoder.mcp.manager import CallHandle
@@ -56,7 +56,7 @@ class Slot(Protocol):
     ) -> None: ...
     def relisted(self, generation: int, tools: tuple[ToolEntry, ...]) -> None: ...
     def failed(self, generation: int, reason: str) -> None: ...
-    def ended(self, generation: int, how: str) -> None: ...
+    def ended(self, generation: int, how: str, *, crash: bool = True) -> None: ...
     def leaving(self) -> bool: ...
     def tap(self, direction: str, line: bytes) -> None: ...
 
@@ -67,14 +67,15 @@ class _Events:
     def __init__(self, slot: Slot, generation: int, over: asyncio.Event) -> None:
         self.slot, self.generation, self.over = slot, generation, over
         self.why: str | None = None
+        self.crash = True
         self.ready = False
 
     def stderr(self, data: bytes) -> None:
         self.slot.stderr(self.generation, data)
 
-    def gone(self, why: str) -> None:
+    def gone(self, why: str, *, crash: bool = True) -> None:
         if self.why is None:
-            self.why = why
+            self.why, self.crash = why, crash
         self.over.set()
 
     def kill_now(self) -> bool:
@@ -106,7 +107,12 @@ async def run(slot: Slot, generation: int, over: asyncio.Event, child: ChildProc
         error = _leaf(exc)
     how = child.how() if child is not None else ""
     if events.ready:
-        slot.ended(generation, how if how and how != "running" else events.why or _describe(error))
+        if not events.crash and events.why is not None:  # it exited because we closed it
+            slot.ended(generation, events.why, crash=False)
+        else:
+            slot.ended(
+                generation, how if how not in ("", "running") else events.why or _describe(error)
+            )
         return
     if isinstance(error, TimeoutError):
         reason = f"no answer to initialize within {spec.startup_timeout:g} s"
@@ -234,6 +240,8 @@ class Connection:
                 code = exc.error.code
                 if code == types.CONNECTION_CLOSED:
                     return CallResult(exc.error.message, error=True, lost=True)
+                if exc.error.data == SKIPPED:  # the transport's answer, not the server's
+                    return CallResult(exc.error.message, error=True)
                 if code == types.REQUEST_TIMEOUT:
                     return CallResult(f"no answer within {timeout:g} s (tool_timeout)", error=True)
                 return CallResult(f"MCP error {code}: {exc.error.message}", error=True)

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import re
 import signal
 from collections.abc import AsyncIterator, Callable
 from typing import Protocol
@@ -31,7 +33,11 @@ from codecoder.mcp.process import ChildProcess
 GRACE = 1.0
 KILL_WAIT = 2.0
 MAX_LINE = 32 * 1024 * 1024
-"""The longest message line a server may send (a base64 image is a few MB)."""
+"""The longest message line a server may send (a base64 image is a few MB). A longer
+one is read past and dropped (see `Overlong`)."""
+SKIPPED = "codecoder: a line over MAX_LINE was dropped"
+"""The `data` of the error that answers a call whose answer was too long, so that the
+session can tell it from an error the server sent."""
 MAX_BACKLOG = 64 * 1024 * 1024
 """Bytes written to a server that is not reading its stdin before it counts as broken."""
 QUEUED = 64
@@ -48,9 +54,10 @@ class Events(Protocol):
     """What the transport tells its owner (the runner, on the loop thread)."""
 
     def stderr(self, data: bytes) -> None: ...
-    def gone(self, why: str) -> None:
+    def gone(self, why: str, *, crash: bool = True) -> None:
         """The server can no longer answer: its stdout ended, it exited, or it broke the
-        protocol (`why` says which)."""
+        protocol (`why` says which). `crash` False: it did not crash, the transport
+        could not take what it sent (a restart for it is not one of its restarts)."""
         ...
 
     def kill_now(self) -> bool:
@@ -72,6 +79,66 @@ class _StderrTail(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed.set()
+
+
+_ID = rb'(-?\d+|"[^"\\]*")'
+_HEAD_ID = re.compile(
+    rb'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*'
+    + _ID
+    + rb'\s*,\s*"(?:result|error)"\s*:'
+)
+_HEAD_RESULT = re.compile(rb'\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"(?:result|error)"\s*:')
+_TAIL_ID = re.compile(
+    rb'[{,]\s*"id"\s*:\s*' + _ID + rb'\s*(?:,\s*"jsonrpc"\s*:\s*"2\.0"\s*)?\}\s*\Z'
+)
+
+
+class Overlong:
+    """A line longer than MAX_LINE, read past: its size, and its first and last bytes,
+    from which `answered` finds the request it answers without parsing the whole line.
+
+    The two SDKs most servers use put a response's top-level `id` where these find it:
+    Python's `{"jsonrpc":"2.0","id":7,"result":…}` at the start, TypeScript's
+    `{"result":…,"jsonrpc":"2.0","id":7}` at the end. A top-level key is found for sure
+    there: inside a string every quote is escaped, and the object's last `}` closes the
+    top level. A line they do not fit (a notification, a request of the server's) is
+    answered by nobody, so the connection ends instead."""
+
+    KEEP = 512
+
+    def __init__(self) -> None:
+        self.size = 0
+        self.head = b""
+        self.tail = b""
+
+    def add(self, data: bytes) -> None:
+        self.size += len(data)
+        if len(self.head) < self.KEEP:
+            self.head += data[: self.KEEP - len(self.head)]
+        self.tail = (self.tail + data[-self.KEEP :])[-self.KEEP :]
+
+    def mib(self) -> str:
+        return f"{self.size / (1 << 20):.0f} MiB"
+
+    def answered(self) -> int | str | None:
+        """The id of the request this line is the response to, if it says so."""
+        found = _HEAD_ID.match(self.head)
+        if found is None and _HEAD_RESULT.match(self.head):
+            found = _TAIL_ID.search(self.tail)
+        if found is None:
+            return None
+        value = json.loads(found.group(1))
+        return value if isinstance(value, int | str) else None
+
+    def answer(self, request: int | str) -> mcp_types.JSONRPCError:
+        """The error that answers `request` in place of the line, for the session."""
+        text = (
+            f"the server's answer was a line of {self.mib()}, longer than the "
+            f"{MAX_LINE >> 20} MiB CodeCoder reads; it was dropped (the server is still "
+            "running). Ask for less at a time."
+        )
+        error = mcp_types.ErrorData(code=mcp_types.INTERNAL_ERROR, message=text, data=SKIPPED)
+        return mcp_types.JSONRPCError(jsonrpc="2.0", id=request, error=error)
 
 
 class _Pipes:
@@ -101,24 +168,54 @@ class _Pipes:
         self.transports.append(self.stdin)
 
     async def read_stdout(self) -> None:
-        why = "its stdout closed"
+        why, crash = "its stdout closed", True
         try:
             async with self.read_send:
-                while line := await self.stdout.readline():
-                    self.events.tap("in", line)
-                    try:
-                        message = mcp_types.jsonrpc_message_adapter.validate_json(
-                            line, by_name=False
-                        )
-                        item: SessionMessage | Exception = SessionMessage(message)
-                    except ValueError as exc:  # not JSON-RPC: the session hears of it
-                        item = exc
+                while line := await self._line():
+                    item: SessionMessage | Exception
+                    if isinstance(line, Overlong):
+                        request = line.answered()
+                        if request is None:
+                            why, crash = (
+                                f"it sent a line of {line.mib()}, longer than the "
+                                f"{MAX_LINE >> 20} MiB CodeCoder reads (not an answer)",
+                                False,
+                            )
+                            break
+                        item = SessionMessage(line.answer(request))
+                    else:
+                        self.events.tap("in", line)
+                        try:
+                            message = mcp_types.jsonrpc_message_adapter.validate_json(
+                                line, by_name=False
+                            )
+                            item = SessionMessage(message)
+                        except ValueError as exc:  # not JSON-RPC: the session hears of it
+                            item = exc
                     await self.read_send.send(item)
-        except ValueError:  # StreamReader: a line past MAX_LINE
-            why = f"it sent a line longer than {MAX_LINE >> 20} MiB"
         except (anyio.BrokenResourceError, anyio.ClosedResourceError):
             pass  # the session has gone
-        self.events.gone(why)
+        self.events.gone(why, crash=crash)
+
+    async def _line(self) -> bytes | Overlong:
+        """The next line (b"" at the end), or one past MAX_LINE read to its end."""
+        try:
+            return await self.stdout.readuntil(b"\n")
+        except asyncio.IncompleteReadError as exc:  # the end: what came after the last line
+            return exc.partial
+        except asyncio.LimitOverrunError as exc:
+            consumed = exc.consumed  # the bytes before the newline, or all buffered
+        long = Overlong()
+        while True:
+            long.add(await self.stdout.readexactly(consumed))
+            try:
+                long.add(await self.stdout.readuntil(b"\n"))
+            except asyncio.IncompleteReadError as exc:
+                long.add(exc.partial)
+            except asyncio.LimitOverrunError as exc:
+                consumed = exc.consumed
+                continue
+            return long
 
     async def write_stdin(self) -> None:
         async with self.write_recv:

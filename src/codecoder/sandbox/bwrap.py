@@ -21,7 +21,8 @@ Order matters: bwrap applies its mounts one after another, later over earlier.
     --unshare-pid --unshare-ipc   alone in a pid namespace; no SysV IPC or POSIX message
                                   queues shared with the host
     --die-with-parent --new-session --cap-drop ALL [--unshare-net]
-    --chdir CWD -- ARGV
+    --chdir CWD -- [prlimit --nproc=N:N --] ARGV
+                                  (the process limit, where it is an rlimit: limits.py)
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from codecoder.sandbox.layout import (
     hold_places,
     pinned,
 )
+from codecoder.sandbox.limits import ProcessLimit
 
 ConfinedMode = Literal["workspace-write", "read-only"]
 
@@ -74,6 +76,8 @@ class Confinement(msgspec.Struct, frozen=True):
     escalation: bool = True
     """Whether someone could allow the command to run again unconfined (`sandbox:
     false`): not in a run where nobody answers. Said to the model by sandbox/hints.py."""
+    limit: ProcessLimit | None = None
+    """How many processes it may have at once, and how that is held (None: no limit)."""
 
     def roots(self) -> tuple[str, ...]:
         """The real paths of the workspace and the extra roots (those that exist: one
@@ -157,7 +161,8 @@ def build_argv(
     args += _NAMESPACES
     if not confinement.network:
         args.append("--unshare-net")
-    args += ["--chdir", cwd, "--", *argv]
+    inner = confinement.limit.inner(argv) if confinement.limit is not None else list(argv)
+    args += ["--chdir", cwd, "--", *inner]
     return args
 
 

@@ -11,6 +11,10 @@ is the user's own command, the hook's `sandbox = false`). It is a hint, not a
 diagnosis: a command may fail for those reasons outside a sandbox too; but each sign is
 matched only where it means that failure (tests/sandbox/test_hints.py holds the
 look-alikes: `ModuleNotFoundError` is no name lookup).
+
+A command that reached the process limit (`limit_hint`) is told so whether it failed or
+not: for sure where the limit is a cgroup (its `pids.events`), else when its output
+shows a fork or a thread that failed with EAGAIN (the limit's error).
 """
 
 from __future__ import annotations
@@ -111,6 +115,30 @@ def failure_hint(
             f"{remedy}]"
         )
     return None
+
+
+_FORK_FAILED = re.compile(
+    r"(?:fork|spawn|pthread_create|thread).*(?:resource temporarily unavailable|eagain)"
+    r"|(?:cannot|can't) fork",
+    re.IGNORECASE,
+)
+
+
+def limit_hint(output: str, confinement: Confinement, *, reached: bool = False) -> str | None:
+    """The line for a command that reached the process limit, None otherwise. Where the
+    limit is a cgroup, `reached` (its count) alone decides; where it is an rlimit, a
+    line of the output that says a fork or a thread failed with EAGAIN."""
+    limit = confinement.limit
+    if limit is None:
+        return None
+    if not reached and (limit.how == "cgroup" or _FORK_FAILED.search(output) is None):
+        return None
+    return (
+        f"[sandbox: a command may have at most {limit.count:,} processes and threads at "
+        "once ([sandbox] max_processes); this one reached that, so starting another failed "
+        "(what was still running was stopped when the command ended). Start fewer at a "
+        "time (a smaller -j, fewer workers).]"
+    )
 
 
 def _hosts_tmp(output: str, confinement: Confinement) -> bool:

@@ -44,6 +44,12 @@ put there, which would "confine" every later command.
 /tmp, with other users' and programs' files and sockets, is not); `close` removes it. Its
 name carries our pid: one left by a process that was killed outright is removed when
 another session makes its own.
+
+Each confined command may have at most `max_processes` processes at once (limits.py
+says how, by who we are; decided once per session): a fork bomb stops at the limit
+rather than at the kill path. Where the limit is a cgroup, `wrapper` makes it just
+before the spawn and `finished` removes it (and says whether a fork hit the limit);
+those of hooks and servers, which no `finished` follows, go at `close`.
 """
 
 from __future__ import annotations
@@ -58,9 +64,10 @@ from pathlib import Path
 from typing import Literal
 
 from codecoder.boundary import is_inside
-from codecoder.sandbox import SandboxMode, SandboxUnavailable
+from codecoder.sandbox import SandboxMode, SandboxUnavailable, limits
 from codecoder.sandbox.bwrap import ConfinedMode, Confinement
 from codecoder.sandbox.layout import FolderScan
+from codecoder.sandbox.limits import Groups, NoLimit, ProcessLimit
 from codecoder.sandbox.probe import Probe, checked, find
 
 __all__ = ["Sandbox", "Wrapper"]
@@ -85,6 +92,7 @@ class Sandbox:
         roots: Sequence[Path] = (),
         prober: Callable[[str | None], Probe] = checked,
         escalation: Callable[[], bool] = lambda: True,
+        max_processes: int | None = None,
     ) -> None:
         self.explicit: SandboxMode | None = mode
         self.escalation = escalation
@@ -104,6 +112,9 @@ class Sandbox:
         self._noticed = False
         self._tmp: str | None = None
         self._closed = False
+        self._max_processes = limits.DEFAULT_MAX if max_processes is None else max_processes
+        self._limit: ProcessLimit | NoLimit | None = None
+        self._groups = Groups()
 
     def network_state(self) -> Literal["off", "some", "on"]:
         """The network of confined commands: on for all, for some (`network_for`), off."""
@@ -214,6 +225,7 @@ class Sandbox:
             tmp=self._session_tmp((workspace, *extra_roots)),
             reads_only=reads_only,
             escalation=self.escalation(),
+            limit=self._process_limit(),
         )
 
     def _guards_git_read(self, command: str | None, where: Path) -> bool:
@@ -232,19 +244,39 @@ class Sandbox:
         are confined (they write nothing)."""
         if self.mode() == "off":
             return None
-        return Confinement("read-only", workspace, bwrap=self._path())
+        return Confinement("read-only", workspace, bwrap=self._path(), limit=self._process_limit())
+
+    def process_limit(self) -> ProcessLimit | NoLimit:
+        """The process limit of this session's confined commands, or why there is none."""
+        found = self.probe()
+        if not found.works or found.path is None:
+            return NoLimit(found.detail)
+        with self._lock:
+            if self._limit is None:
+                self._limit = limits.decide(self._max_processes, found.path)
+            return self._limit
+
+    def _process_limit(self) -> ProcessLimit | None:
+        found = self.process_limit()
+        return found if isinstance(found, ProcessLimit) else None
 
     def wrapper(self, confinement: Confinement | None, cwd: Path | None = None) -> Wrapper | None:
         """A function from an argv to its confined argv (None: run it as it is); the
-        protected folders are looked for when it is called, just before the spawn."""
+        protected folders are looked for, and a cgroup limit is made, when it is called,
+        just before the spawn. Hand it to `finished` once the process has ended."""
         if confinement is None:
             return None
-        scan = self._scan
+        return Spawn(confinement, cwd, self._scan, self._groups)
 
-        def wrap(argv: list[str]) -> list[str]:
-            return confinement.wrap(argv, cwd=cwd, scan=scan)
-
-        return wrap
+    def finished(self, wrap: Wrapper | None) -> bool:
+        """The command `wrap` started has ended: remove its cgroup. True when a fork of
+        it failed at the process limit (known only where the limit is a cgroup)."""
+        if not isinstance(wrap, Spawn) or wrap.group is None:
+            return False
+        group, wrap.group = wrap.group, None
+        hit = limits.reached(group)
+        self._groups.release(group)
+        return hit
 
     def close(self) -> None:
         """Remove the session's /tmp (commands started later get an empty one) and the
@@ -254,6 +286,7 @@ class Sandbox:
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
         self._scan.release()
+        self._groups.close()
 
     def _session_tmp(self, roots: Sequence[Path]) -> str | None:
         """The session's /tmp: in the host's temporary folder, or in /tmp where that lies
@@ -274,6 +307,24 @@ class Sandbox:
         if not found.works or found.path is None:
             raise SandboxUnavailable(found.detail)
         return found.path
+
+
+class Spawn:
+    """A Wrapper for one confined command: its bwrap line, started in a cgroup of its
+    own where the process limit is one (`group`, until `Sandbox.finished`)."""
+
+    def __init__(
+        self, confinement: Confinement, cwd: Path | None, scan: FolderScan, groups: Groups
+    ) -> None:
+        self._confinement, self._cwd, self._scan, self._groups = confinement, cwd, scan, groups
+        self.group: str | None = None
+
+    def __call__(self, argv: list[str]) -> list[str]:
+        confined = self._confinement.wrap(argv, cwd=self._cwd, scan=self._scan)
+        if self._confinement.limit is None:
+            return confined
+        spawned, self.group = self._groups.enter(self._confinement.limit, confined)
+        return spawned
 
 
 def _sweep(base: str) -> None:

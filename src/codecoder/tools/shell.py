@@ -128,6 +128,8 @@ class RunCommand(TypedTool[RunCommandArgs]):
         confinement = self._confinement(args, cwd, ctx)
 
         def spawn() -> ToolResult:
+            wrap = self.sandbox.wrapper(confinement, cwd) if self.sandbox else None
+            limited = False
             try:
                 outcome = self.manager.run(
                     args.command,
@@ -136,11 +138,15 @@ class RunCommand(TypedTool[RunCommandArgs]):
                     cancel=ctx.cancel,
                     on_output=ctx.output,
                     workspace=ctx.workspace,
-                    wrap=self.sandbox.wrapper(confinement, cwd) if self.sandbox else None,
+                    wrap=wrap,
                 )
             except OSError as exc:
                 raise ToolFailure("crashed", f"could not start the command: {exc}") from exc
-            return _to_result(ctx.call_id, outcome, args.timeout, _hint(outcome, confinement))
+            finally:
+                if self.sandbox is not None:
+                    limited = self.sandbox.finished(wrap)
+            hint = _hint(outcome, confinement, limited=limited)
+            return _to_result(ctx.call_id, outcome, args.timeout, hint)
 
         if around is None or (confinement is not None and confinement.keeps_roots()):
             return spawn()
@@ -188,14 +194,21 @@ def _resolve_cwd(cwd: str | None, ctx: ToolContext) -> Path:
     return target
 
 
-def _hint(outcome: CommandOutcome, confinement: Confinement | None) -> str | None:
-    """What the sandbox may have blocked, for a confined command that failed."""
-    if confinement is None or (outcome.ended == "exited" and outcome.returncode == 0):
+def _hint(
+    outcome: CommandOutcome, confinement: Confinement | None, *, limited: bool = False
+) -> str | None:
+    """What the sandbox may have blocked, for a confined command that failed; that it
+    reached the process limit (`limited`: known for sure) whether it failed or not: a
+    fork bomb's shell exits 0, its children are what hit the limit."""
+    if confinement is None or outcome.ended == "cancelled":
         return None
-    if outcome.ended == "cancelled":
-        return None
-    from codecoder.sandbox.hints import failure_hint
+    from codecoder.sandbox.hints import failure_hint, limit_hint
     from codecoder.sandbox.layout import hidden_places
+
+    if (found := limit_hint(outcome.output, confinement, reached=limited)) is not None:
+        return found
+    if outcome.ended == "exited" and outcome.returncode == 0:
+        return None
 
     masked = tuple(mask.path for mask in hidden_places())
     return failure_hint(outcome.output, confinement, masked)
