@@ -81,7 +81,7 @@ def test_a_malformed_call_is_taught_its_parameters_not_denied(tmp_path: Path) ->
     workspace = tmp_path / "ws"
     workspace.mkdir()
     replies = [call("write_file", file_pth="new.txt", content="x"), ["done"]]
-    (finished,) = exec_script(workspace, replies)  # never-ask: a write would be denied
+    (finished,) = exec_script(workspace, replies, "--approval", "auto-edit")
     assert said(finished) == (
         "invalid_args: invalid arguments for write_file: unknown field `file_pth` (did you "
         "mean `path`?)\n"

@@ -119,7 +119,9 @@ def test_undo_and_redo_a_turn_of_the_session(workspace: Path, tmp_path: Path) ->
         (workspace / "b.txt").write_text("mine\n")
         refused = agent.call("_codecoder/undo", {"sessionId": session, "redo": True})
         assert refused["done"] is False
-        assert refused["conflicts"] == [{"path": "b.txt", "why": "created since the undo"}]
+        assert refused["conflicts"] == [
+            {"path": "b.txt", "why": "created since the undo", "kind": "changed"}
+        ]
         (workspace / "b.txt").unlink()
         redone = agent.call("_codecoder/undo", {"sessionId": session, "redo": True})
         assert redone["done"] is True and (workspace / "b.txt").read_text() == "B\n"

@@ -76,6 +76,21 @@ def test_write_refuses_an_unread_file_and_says_why(workspace: Path, ctx: ToolCon
     assert run(write_file, ctx, path="empty.txt", content="y\n")[0] == "success"
 
 
+def test_a_binary_file_read_file_refused_to_show_may_be_replaced(
+    workspace: Path, ctx: ToolContext
+) -> None:
+    """read_file cannot show a binary file, so without this no write_file could ever
+    replace one: being told what it is (binary, its size) counts as seen."""
+    path = workspace / "logo.bin"
+    path.write_bytes(b"\x00\x01png" * 100)
+    read, write_file, _ = session()
+    assert run(write_file, ctx, path="logo.bin", content="text now\n")[0] == "error"
+    status, text = run(read, ctx, path="logo.bin")
+    assert status == "error" and "(500 bytes)" in text and "binary" in text
+    assert run(write_file, ctx, path="logo.bin", content="text now\n")[0] == "success"
+    assert path.read_text() == "text now\n"
+
+
 def test_write_refuses_a_file_that_changed_since_it_was_read(
     workspace: Path, ctx: ToolContext
 ) -> None:

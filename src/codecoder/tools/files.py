@@ -170,8 +170,12 @@ class ReadFile(FileTool[ReadFileArgs]):
                 self.reads.read(path, info)
                 return f"{shown} is empty (0 bytes)."
             why = sniff_text(head, complete=len(head) < SNIFF_BYTES)
-            if why is not None:
-                raise Refused(f"cannot show {shown}: {why}. Inspect it with run_command.")
+            if why is not None:  # seen for what it is: write_file may replace it
+                self.reads.read(path, info)
+                raise Refused(
+                    f"cannot show {shown} ({counted(info.st_size, 'byte')}): {why}. "
+                    "Inspect it with run_command."
+                )
             text = _numbered(handle, args.offset, args.limit, shown)
         self.reads.read(path, info)
         return text
