@@ -182,6 +182,16 @@ class RecordTable(_Table, frozen=True, forbid_unknown_fields=True):
     enabled: bool = True
 
 
+class DaemonTable(_Table, frozen=True, forbid_unknown_fields=True):
+    """`[daemon]`, read from the user's file only: when `codecoder daemon` and `codecoder
+    acp` unload a session no client is attached to and no turn runs in (docs/acp.md)."""
+
+    idle_unload: Seconds = 600.0
+    """Seconds such a session stays loaded."""
+    max_idle: Annotated[int, msgspec.Meta(ge=0)] = 16
+    """Such sessions kept loaded at most; past it the one idle longest is unloaded."""
+
+
 class Config(_Table, frozen=True, forbid_unknown_fields=True):
     """A `config.toml` / `config.local.toml`."""
 
@@ -199,6 +209,7 @@ class Config(_Table, frozen=True, forbid_unknown_fields=True):
     web: WebTable = WebTable()
     record: RecordTable = RecordTable()
     hooks: HooksTable = HooksTable()
+    daemon: DaemonTable = DaemonTable()
 
 
 class TrustedFile(_Table, frozen=True, forbid_unknown_fields=True):
