@@ -384,7 +384,7 @@ class AcpHandler:
             result = handler(self, conn, _Params(params, request_id))
         except Exception as exc:  # a bug must cost one request, not the connection
             if _out_of_files():  # whatever failed for it: the store, a pipe, a thread
-                conn.error(request_id, SERVER_ERROR, OUT_OF_FILES.format(_file_limit()))
+                conn.error(request_id, SERVER_ERROR, out_of_files_message())
             elif isinstance(exc, RpcError):
                 conn.error(request_id, exc.code, exc.message, exc.data)
             else:
@@ -590,25 +590,31 @@ def _session_overrides(meta: Any) -> dict[str, Any]:
     return found
 
 
-OUT_OF_FILES = (
-    "the agent has run out of open files (its limit is {}): close sessions you are done "
-    "with (session/close), or raise the limit (ulimit -n) and restart it"
-)
+def out_of_files_message() -> str:
+    """What a client is told when the process can open no more files."""
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return (
+        f"the agent has run out of open files (its limit is {limit}): close sessions you "
+        "are done with (session/close), or raise the limit (ulimit -n) and restart it"
+    )
+
+
+FILE_HEADROOM = 16
+"""Files a session needs to load, about twice over (its store's three, its pipes…)."""
 
 
 def _out_of_files() -> bool:
-    """Whether the process can open no more files now. A request that failed for want
-    of one fails in many ways (SQLite's "unable to open database file", OSError from a
-    pipe, a socket, a thread), so the request's error asks the process instead."""
+    """Whether the process is (nearly) out of files, asked when a request failed: for
+    want of a file it fails in many ways (SQLite's "unable to open database file", a
+    pipe's or a thread's OSError), and what it opened before is closed again by the
+    time its error is worded, so the process is asked rather than the error."""
     try:
-        os.close(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
+        open_now = len(os.listdir("/proc/self/fd"))
+    except FileNotFoundError:  # no /proc: not Linux, nothing to tell
+        return False
     except OSError as exc:
         return exc.errno in (errno.EMFILE, errno.ENFILE)
-    return False
-
-
-def _file_limit() -> int:
-    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return open_now + FILE_HEADROOM > resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
 def _sandbox_mode(value: Any) -> SandboxMode:

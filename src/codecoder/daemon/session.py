@@ -47,6 +47,7 @@ from codecoder.kernel.events import (
     StatusUpdate,
     Steered,
     Subagent,
+    ToolOutput,
     Usage,
 )
 from codecoder.kernel.handle import AgentClosed
@@ -111,6 +112,7 @@ class LiveSession:
         self._idle_since: float | None = None
         """Made for a client that attaches next: busy until it has left."""
         self._retired = False
+        self._closing = False
         self.handle = setup.loop.start()
         self._thread = threading.Thread(
             target=self._broadcast, name=f"broadcast-{self.id[:8]}", daemon=True
@@ -263,6 +265,7 @@ class LiveSession:
 
     def close(self, timeout: float = 10.0) -> None:
         """Cancel the running turn, end the agent (its state committed) and release it."""
+        self._closing = True
         with contextlib.suppress(AgentClosed):
             self.handle.shutdown(timeout)
         self._thread.join(timeout)
@@ -280,6 +283,8 @@ class LiveSession:
                 break
             if isinstance(event, NewToken):
                 event, waiting = self._coalesce(event)
+            elif isinstance(event, ToolOutput):
+                event, waiting = self._coalesce_output(event)
             try:
                 self._on_event(event)
             except Exception as exc:  # a client's trouble must not stop the stream
@@ -287,9 +292,13 @@ class LiveSession:
         with self._lock:
             left = list(self._prompts)
             self._prompts.clear()
-        for conn, request_id in left:  # queued behind a turn the agent's end cut short
-            if conn is not None:
+        for conn, request_id in left:  # not answered by a Done: the agent ended first
+            if conn is None:
+                continue
+            if self._closing:
                 conn.respond(request_id, {"stopReason": "cancelled"})
+            else:
+                conn.error(request_id, SERVER_ERROR, "the agent stopped before the turn ended")
         self._on_end(self)
 
     def _coalesce(self, first: NewToken) -> tuple[NewToken, AgentEvent | None]:
@@ -308,6 +317,23 @@ class LiveSession:
             parts.append(event.text)
             size += len(event.text)
         return NewToken("".join(parts)), None
+
+    def _coalesce_output(self, first: ToolOutput) -> tuple[ToolOutput, AgentEvent | None]:
+        """Join the output of `first`'s call that arrives behind it within COALESCE_WINDOW,
+        cut to the tail a client is shown (acp.OUTPUT_TAIL): a command's flood costs at
+        most ~100 frames a second, each client's buffer holds no output twice, and the
+        broadcaster drains the agent's queue faster than a command can fill it (one
+        frame per 64 KiB read made 134 MB of frames per client for 1 GB of output)."""
+        tail = first.chunk[-acp.OUTPUT_TAIL :]
+        deadline = time.monotonic() + COALESCE_WINDOW
+        while True:
+            try:
+                event = self.handle.next_event(max(0.0, deadline - time.monotonic()))
+            except TimeoutError:
+                return ToolOutput(first.id, tail), None
+            if not isinstance(event, ToolOutput) or event.id != first.id:
+                return ToolOutput(first.id, tail), event
+            tail = (tail + event.chunk)[-acp.OUTPUT_TAIL :]
 
     def _on_event(self, event: AgentEvent) -> None:
         if isinstance(event, ConfirmRequest | AskUser):
