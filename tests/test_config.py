@@ -65,8 +65,9 @@ def problem(tmp_path: Path, text: str) -> str:
         ),
         (
             "[zzz]\n",
-            ":1: unknown table [zzz] (valid here: compaction, hooks, http, mcp, model, models, "
-            "permissions, prices, providers, record, sandbox, shell, subagents, undo, web)",
+            ":1: unknown table [zzz] (valid here: compaction, daemon, hooks, http, mcp, model, "
+            "models, permissions, prices, providers, record, sandbox, shell, subagents, undo, "
+            "web)",
         ),
     ],
 )
@@ -303,4 +304,5 @@ def test_the_schema_is_one_module_that_declares_every_table() -> None:
         "record",
         "hooks",
         "undo",
+        "daemon",
     }

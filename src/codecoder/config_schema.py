@@ -193,6 +193,16 @@ class UndoTable(_Table, frozen=True, forbid_unknown_fields=True):
     max_store_mb: PositiveInt = 1024
 
 
+class DaemonTable(_Table, frozen=True, forbid_unknown_fields=True):
+    """`[daemon]`, read from the user's file only: when `codecoder daemon` and `codecoder
+    acp` unload a session no client is attached to and no turn runs in (docs/acp.md)."""
+
+    idle_unload: Seconds = 600.0
+    """Seconds such a session stays loaded."""
+    max_idle: Annotated[int, msgspec.Meta(ge=0)] = 16
+    """Such sessions kept loaded at most; past it the one idle longest is unloaded."""
+
+
 class Config(_Table, frozen=True, forbid_unknown_fields=True):
     """A `config.toml` / `config.local.toml`."""
 
@@ -211,6 +221,7 @@ class Config(_Table, frozen=True, forbid_unknown_fields=True):
     record: RecordTable = RecordTable()
     undo: UndoTable = UndoTable()
     hooks: HooksTable = HooksTable()
+    daemon: DaemonTable = DaemonTable()
 
 
 class TrustedFile(_Table, frozen=True, forbid_unknown_fields=True):

@@ -15,6 +15,10 @@ from codecoder import paths
 from codecoder.daemon.client import DaemonClient
 
 CLI = [sys.executable, "-m", "codecoder"]
+WITH_NOFILE = (
+    "import os, resource, sys; n = int(sys.argv[1]); "
+    "resource.setrlimit(resource.RLIMIT_NOFILE, (n, n)); os.execv(sys.argv[2], sys.argv[2:])"
+)
 
 
 def write_script(folder: Path, replies: list[Any]) -> Path:
@@ -26,8 +30,11 @@ def write_script(folder: Path, replies: list[Any]) -> Path:
 class Daemon:
     """A daemon process of this test, stopped (and reaped) at the end."""
 
-    def __init__(self, script: Path, *extra: str) -> None:
+    def __init__(self, script: Path, *extra: str, nofile: int | None = None) -> None:
+        """`nofile`: the daemon's limit of open files (RLIMIT_NOFILE), if not the usual."""
         args = [*CLI, "daemon", "--script", str(script), *extra]
+        if nofile is not None:  # set, then the daemon exec'd in the same process
+            args = [sys.executable, "-c", WITH_NOFILE, str(nofile), *args]
         self.proc = subprocess.Popen(
             args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )

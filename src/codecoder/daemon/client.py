@@ -118,6 +118,8 @@ class DaemonClient:
             done.set()
 
         if self.conn.request(method, params, answered) is None:
+            if self.conn.last_word is not None:  # turned away, and told why
+                raise self.conn.last_word
             raise DaemonUnavailable("the connection to the daemon is closed")
         if not done.wait(timeout):
             raise TimeoutError(f"{method}: no answer within {timeout} s")

@@ -12,10 +12,13 @@ agent's wiring, the kernel, msgspec, the protocol mapping): an editor that start
 
 from __future__ import annotations
 
+import errno
 import os
+import resource
 import threading
+import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from codecoder import __version__
 from codecoder.approval import MODES, ApprovalMode
@@ -37,19 +40,53 @@ if TYPE_CHECKING:
     from codecoder.daemon.session import LiveSession
 
 
+_Unload = tuple[str, "LiveSession | None", "Callable[[], object] | None"]
+"""A session the unloader closes: its id, the live session (None: nothing loaded), and
+the answer of a session/close waiting for it."""
+
+
+class UnloadPolicy(NamedTuple):
+    """When the hub unloads an idle session (no client attached, no turn running or
+    queued): `[daemon] idle_unload` and `max_idle` (docs/config.md says why these)."""
+
+    idle: float = 600.0
+    """Seconds an idle session stays loaded."""
+    max_idle: int = 16
+    """Idle sessions kept loaded at most; past it the one idle longest goes at once."""
+
+
 class Hub:
-    """The live sessions of one process, by id."""
+    """The live sessions of one process, by id, and the thread that unloads idle ones.
+
+    A live session holds SQLite handles, two threads, and its commands', hooks' and MCP
+    servers' processes; a daemon that kept every session it ever ran ran out of files
+    at the 163rd. So an idle session is closed once it has been idle `unload.idle`
+    seconds, or at once when more than `unload.max_idle` are idle. The hub keeps the
+    options it was built with (its model, approval mode, cwd), so a client attaching
+    later gets it back as it was, loaded anew from the store: unloading is never seen,
+    except as the time a load takes. `session/close` unloads at once.
+    """
 
     def __init__(
         self,
         defaults: AgentOptions | Callable[[], AgentOptions],
         *,
         answer_timeout: float = 300.0,
+        unload: UnloadPolicy | Callable[[], UnloadPolicy] = UnloadPolicy,
     ) -> None:
         self._defaults = defaults
+        self._unload = unload
         self.answer_timeout = answer_timeout
         self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
         self._sessions: dict[str, LiveSession] = {}
+        self._options: dict[str, AgentOptions] = {}
+        """What each session of this process was built with, its mode as it is now; an
+        unloaded session's stay here until it is loaded again or closed."""
+        self._closes: list[tuple[str, Callable[[], object]]] = []
+        """session/close requests for the unloader: the session's id and the answer."""
+        self._unloading: dict[str, threading.Event] = {}
+        self._unloader: threading.Thread | None = None
         self._closing = False
 
     @property
@@ -60,6 +97,13 @@ class Hub:
             self._defaults = self._defaults()
         return self._defaults
 
+    @property
+    def unload(self) -> UnloadPolicy:
+        """Made at the first session, like `defaults` (it reads the user's config)."""
+        if callable(self._unload):
+            self._unload = self._unload()
+        return self._unload
+
     def new(self, cwd: str, overrides: dict[str, Any] | None = None) -> LiveSession:
         """A new session in `cwd`; `overrides` replace the daemon's defaults for it
         (model, script, approval, max_rounds: `_meta.codecoder` of session/new)."""
@@ -68,13 +112,36 @@ class Hub:
         return self._start(msgspec.structs.replace(self.defaults, cwd=cwd, **(overrides or {})))
 
     def load(self, session_id: str, cwd: str | None) -> LiveSession:
+        """A live session, else one this process unloaded (as it was built), else the
+        stored session with the defaults."""
         import msgspec
 
         live = self.find(session_id)
         if live is not None:
             return live
-        options = msgspec.structs.replace(self.defaults, cwd=cwd, resume=session_id)
+        self._wait_unloaded(session_id)
+        options = self._unloaded(session_id)
+        if options is None:
+            options = msgspec.structs.replace(self.defaults, cwd=cwd, resume=session_id)
         return self._start(options)
+
+    def attach(
+        self, conn: Connection, session_id: Any, *, ask_user: bool, replay: bool, load: bool
+    ) -> LiveSession:
+        """Subscribe `conn` to a live session, or, with `load`, also to one this process
+        unloaded. A session retired while we looked is waited for and loaded again."""
+        if not isinstance(session_id, str):
+            raise RpcError(INVALID_PARAMS, "`sessionId` must be a string")
+        for _ in range(3):
+            live = self.find(session_id)
+            if live is None and load and self._unloaded(session_id) is not None:
+                live = self.load(session_id, None)
+            if live is None:
+                raise RpcError(RESOURCE_NOT_FOUND, f"no live session {session_id!r}")
+            if live.attach(conn, ask_user=ask_user, replay=replay):
+                return live
+            self._wait_unloaded(live.id)
+        raise RpcError(SERVER_ERROR, f"the session {session_id!r} is being unloaded: try again")
 
     def find(self, session_id: str) -> LiveSession | None:
         """A live session by id, or by a prefix of at least 8 characters that names one."""
@@ -98,10 +165,42 @@ class Hub:
         with self._lock:
             return list(self._sessions.values())
 
+    def set_mode(self, session_id: Any, mode: ApprovalMode) -> None:
+        """Switch a live session's mode, or the one an unloaded session comes back in."""
+        import msgspec
+
+        live = self.find(session_id) if isinstance(session_id, str) else None
+        with self._lock:
+            key = live.id if live is not None else self._unloaded_key(session_id)
+            if key is not None:
+                self._options[key] = msgspec.structs.replace(self._options[key], approval=mode)
+        if live is not None:
+            live.set_mode(mode)
+        elif key is None:
+            raise RpcError(RESOURCE_NOT_FOUND, f"no live session {session_id!r}")
+
+    def close_session(self, session_id: str, answer: Callable[[], object]) -> None:
+        """ACP `session/close` of a session its client has left: with no other client
+        attached, cancel its turn, end it and forget it; `answer` is called (on the
+        unloader thread) once its state is committed and its resources freed."""
+        live = self.find(session_id)
+        with self._lock:
+            key = live.id if live is not None else self._unloaded_key(session_id)
+            if key is None:
+                raise RpcError(RESOURCE_NOT_FOUND, f"no live session {session_id!r}")
+            self._closes.append((key, answer))
+            self._start_unloader()
+            self._wake.notify()
+        if live is not None and not live.clients:
+            live.cancel()  # at once, as session/cancel: the unloader may be busy
+
     def _start(self, options: AgentOptions) -> LiveSession:
         from pathlib import Path
 
+        import msgspec
+
         from codecoder.app.wiring import WiringError, build_agent
+        from codecoder.config import ConfigError
         from codecoder.daemon.session import LiveSession
 
         workspace = Path(options.cwd or ".").expanduser()
@@ -113,16 +212,26 @@ class Hub:
             if self._closing:
                 raise RpcError(SERVER_ERROR, "the agent is shutting down")
         try:
+            self.unload  # noqa: B018 (read: the config's errors come before a session's)
             setup = build_agent(options, workspace.resolve())
-        except WiringError as exc:
+        except (WiringError, ConfigError) as exc:
             raise RpcError(SERVER_ERROR, str(exc)) from exc
         with self._lock:
             existing = self._sessions.get(setup.session_id)
             if existing is not None:  # loaded twice at once: keep the first
                 setup.close()
                 return existing
-            live = LiveSession(setup, answer_timeout=self.answer_timeout, on_end=self._ended)
+            live = LiveSession(
+                setup,
+                answer_timeout=self.answer_timeout,
+                on_end=self._ended,
+                on_idle=self._idle,
+            )
             self._sessions[live.id] = live
+            self._options[live.id] = msgspec.structs.replace(
+                options, cwd=str(live.workspace), resume=live.id, continue_=False
+            )
+            self._start_unloader()
         return live
 
     def _ended(self, live: LiveSession) -> None:
@@ -130,15 +239,112 @@ class Hub:
             if self._sessions.get(live.id) is live:
                 del self._sessions[live.id]
 
+    def _idle(self, live: LiveSession) -> None:
+        with self._lock:
+            self._wake.notify()
+
+    def _unloaded(self, session_id: str) -> AgentOptions | None:
+        with self._lock:
+            key = self._unloaded_key(session_id)
+            return self._options[key] if key is not None else None
+
+    def _unloaded_key(self, session_id: str) -> str | None:
+        """Under the lock: the id of an unloaded session `session_id` names (the id or a
+        prefix of at least 8 characters of one)."""
+        if session_id in self._options and session_id not in self._sessions:
+            return session_id
+        if len(session_id) < 8:
+            return None
+        found = [
+            key for key in self._options if key.startswith(session_id) and key not in self._sessions
+        ]
+        return found[0] if len(found) == 1 else None
+
+    def _wait_unloaded(self, session_id: str) -> None:
+        """Let an unload of the session under way finish: its store is then settled."""
+        with self._lock:
+            events = [e for key, e in self._unloading.items() if key.startswith(session_id)]
+        for event in events:
+            event.wait(30)
+
+    # --- the unloader ------------------------------------------------------------------
+
+    def _start_unloader(self) -> None:
+        """Under the lock: the unloader thread, from the first session on."""
+        if self._unloader is None and not self._closing:
+            self._unloader = threading.Thread(target=self._unload_loop, name="unload", daemon=True)
+            self._unloader.start()
+
+    def _unload_loop(self) -> None:
+        """Wait for the next session due (a timed wait on the condition the sessions'
+        idle notices wake), retire it under the hub's lock, close it outside it."""
+        while True:
+            with self._lock:
+                due, wait = self._due()
+                while not due and not self._closing:
+                    self._wake.wait(wait)
+                    due, wait = self._due()
+                if not due:
+                    return
+            for session_id, live, answer in due:
+                try:
+                    if live is not None:
+                        live.close()
+                finally:
+                    with self._lock:
+                        done = self._unloading.pop(session_id, None)
+                    if done is not None:
+                        done.set()
+                    if answer is not None:
+                        answer()
+
+    def _due(self) -> tuple[list[_Unload], float | None]:
+        """Under the lock: the sessions to close now, retired and out of `_sessions`,
+        and how long to wait for the next one."""
+        due: list[_Unload] = []
+        for session_id, answer in self._closes:
+            live = self._sessions.get(session_id)
+            if live is None or live.retire(running=True):
+                self._options.pop(session_id, None)  # closed: forgotten
+                due.append(self._retired(session_id, live, answer))
+            else:  # another client attached meanwhile: it goes on for them
+                due.append((session_id, None, answer))
+        self._closes.clear()
+        if self._closing:
+            return due, None
+        policy = self.unload
+        idle = [(live.idle_since, live) for live in self._sessions.values()]
+        idle = sorted(((t, live) for t, live in idle if t is not None), key=lambda p: p[0])
+        now = time.monotonic()
+        for rank, (since, live) in enumerate(idle):
+            if len(idle) - rank <= policy.max_idle and since + policy.idle > now:
+                return due, since + policy.idle - now
+            if live.retire():
+                due.append(self._retired(live.id, live, None))
+        return due, None
+
+    def _retired(
+        self, session_id: str, live: LiveSession | None, answer: Callable[[], object] | None
+    ) -> _Unload:
+        """Under the lock: a retired session out of service, its unload under way."""
+        if live is not None:
+            del self._sessions[session_id]
+            self._unloading[session_id] = threading.Event()
+        return session_id, live, answer
+
     def close(self, timeout: float = 10.0) -> None:
         """Cancel every turn and end every session, its state committed."""
         with self._lock:
             self._closing = True
             sessions = list(self._sessions.values())
+            self._wake.notify()
+            unloader = self._unloader
         for live in sessions:
             live.cancel()
         for live in sessions:
             live.close(timeout)
+        if unloader is not None:
+            unloader.join(timeout)
 
 
 class _Client:
@@ -159,7 +365,7 @@ class AcpHandler:
     """Implements rpc.Handler for ACP v1 and the `_codecoder/` extensions."""
 
     def __init__(
-        self, hub: Hub, *, on_shutdown: Callable[[], None] = lambda: None, name: str = "codecoder"
+        self, hub: Hub, *, on_shutdown: Callable[[], object] = lambda: None, name: str = "codecoder"
     ) -> None:
         self.hub = hub
         self._on_shutdown = on_shutdown
@@ -176,11 +382,13 @@ class AcpHandler:
             return
         try:
             result = handler(self, conn, _Params(params, request_id))
-        except RpcError as exc:
-            conn.error(request_id, exc.code, exc.message, exc.data)
-            return
         except Exception as exc:  # a bug must cost one request, not the connection
-            conn.error(request_id, INTERNAL_ERROR, f"internal error: {exc!r}")
+            if _out_of_files():  # whatever failed for it: the store, a pipe, a thread
+                conn.error(request_id, SERVER_ERROR, out_of_files_message())
+            elif isinstance(exc, RpcError):
+                conn.error(request_id, exc.code, exc.message, exc.data)
+            else:
+                conn.error(request_id, INTERNAL_ERROR, f"internal error: {exc!r}")
             return
         if result is not _LATER:
             conn.respond(request_id, result)
@@ -223,6 +431,7 @@ class AcpHandler:
             "agentCapabilities": {
                 "loadSession": True,
                 "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+                "sessionCapabilities": {"close": {}},
             },
             "agentInfo": {"name": self._name, "title": "CodeCoder", "version": __version__},
             "authMethods": [],
@@ -230,17 +439,16 @@ class AcpHandler:
 
     def new_session(self, conn: Connection, params: _Params) -> dict[str, Any]:
         live = self.hub.new(params.text("cwd"), _session_overrides(params.get("_meta")))
-        self._attach(conn, live, replay=False)
+        self._attach(conn, live.id, replay=False)
         return {"sessionId": live.id, "modes": _modes(live)}
 
     def load_session(self, conn: Connection, params: _Params) -> dict[str, Any]:
-        live = self.hub.load(params.text("sessionId"), params.optional_text("cwd"))
-        self._attach(conn, live, replay=True)
+        loaded = self.hub.load(params.text("sessionId"), params.optional_text("cwd"))
+        live = self._attach(conn, loaded.id, replay=True)
         return {"modes": _modes(live)}
 
     def attach(self, conn: Connection, params: _Params) -> dict[str, Any]:
-        live = self.hub.get(params.get("sessionId"))
-        self._attach(conn, live, replay=True)
+        live = self._attach(conn, params.get("sessionId"), replay=True)
         return {"sessionId": live.id, "modes": _modes(live)}
 
     def detach(self, conn: Connection, params: _Params) -> dict[str, Any]:
@@ -248,6 +456,19 @@ class AcpHandler:
         live.detach(conn)
         self.client(conn).sessions.discard(live.id)
         return {}
+
+    def close_session(self, conn: Connection, params: _Params) -> object:
+        """ACP `session/close`: the client is done with the session. It is detached; with
+        no other client attached, its turn is cancelled and it is unloaded, and the
+        answer comes once it is (docs/acp.md)."""
+        session_id = params.text("sessionId")
+        live = self.hub.find(session_id)
+        if live is not None:
+            live.detach(conn)
+            self.client(conn).sessions.discard(live.id)
+        request_id = params.request_id
+        self.hub.close_session(session_id, lambda: conn.respond(request_id, {}))
+        return _LATER
 
     def prompt(self, conn: Connection, params: _Params) -> object:
         live = self.hub.get(params.get("sessionId"))
@@ -292,11 +513,10 @@ class AcpHandler:
         return live.undo(turn=turn, **flags)
 
     def set_mode(self, conn: Connection, params: _Params) -> dict[str, Any]:
-        live = self.hub.get(params.get("sessionId"))
         mode = params.get("modeId")
         if mode not in MODES:
             raise RpcError(INVALID_PARAMS, f"`modeId` must be one of {', '.join(MODES)}")
-        live.set_mode(_mode(mode))
+        self.hub.set_mode(params.get("sessionId"), _mode(mode))
         return {}
 
     def list_sessions(self, conn: Connection, params: _Params) -> dict[str, Any]:
@@ -316,10 +536,11 @@ class AcpHandler:
         threading.Thread(target=self._on_shutdown, name="shutdown", daemon=True).start()
         return {}
 
-    def _attach(self, conn: Connection, live: LiveSession, *, replay: bool) -> None:
+    def _attach(self, conn: Connection, session_id: Any, *, replay: bool) -> LiveSession:
         client = self.client(conn)
-        live.attach(conn, ask_user=client.ask_user, replay=replay)
+        live = self.hub.attach(conn, session_id, ask_user=client.ask_user, replay=replay, load=True)
         client.sessions.add(live.id)
+        return live
 
 
 class _Params:
@@ -369,6 +590,33 @@ def _session_overrides(meta: Any) -> dict[str, Any]:
     return found
 
 
+def out_of_files_message() -> str:
+    """What a client is told when the process can open no more files."""
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return (
+        f"the agent has run out of open files (its limit is {limit}): close sessions you "
+        "are done with (session/close), or raise the limit (ulimit -n) and restart it"
+    )
+
+
+FILE_HEADROOM = 16
+"""Files a session needs to load, about twice over (its store's three, its pipes…)."""
+
+
+def _out_of_files() -> bool:
+    """Whether the process is (nearly) out of files, asked when a request failed: for
+    want of a file it fails in many ways (SQLite's "unable to open database file", a
+    pipe's or a thread's OSError), and what it opened before is closed again by the
+    time its error is worded, so the process is asked rather than the error."""
+    try:
+        open_now = len(os.listdir("/proc/self/fd"))
+    except FileNotFoundError:  # no /proc: not Linux, nothing to tell
+        return False
+    except OSError as exc:
+        return exc.errno in (errno.EMFILE, errno.ENFILE)
+    return open_now + FILE_HEADROOM > resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
 def _sandbox_mode(value: Any) -> SandboxMode:
     for mode in SANDBOX_MODES:
         if value == mode:
@@ -397,6 +645,7 @@ _METHODS: dict[str, Method] = {
     "session/load": AcpHandler.load_session,
     "session/prompt": AcpHandler.prompt,
     "session/set_mode": AcpHandler.set_mode,
+    "session/close": AcpHandler.close_session,
     "_codecoder/sessions/list": AcpHandler.list_sessions,
     "_codecoder/session/attach": AcpHandler.attach,
     "_codecoder/session/detach": AcpHandler.detach,

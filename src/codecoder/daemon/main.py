@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from codecoder.app.options import AgentOptions
-    from codecoder.daemon.handler import Hub
+    from codecoder.daemon.handler import Hub, UnloadPolicy
 
 DETACH_WAIT = 15.0
 """Seconds `--detach` waits for the daemon's socket to answer."""
@@ -45,7 +45,18 @@ def _hub(options: DaemonOptions, answer_timeout: float = 300.0) -> Hub:
             sandbox=options.sandbox,
         )
 
-    return Hub(defaults, answer_timeout=answer_timeout)
+    return Hub(defaults, answer_timeout=answer_timeout, unload=_unload_policy)
+
+
+def _unload_policy() -> UnloadPolicy:
+    """`[daemon]` of the user's config, read at the first session (a ConfigError then
+    fails that session/new, as a bad config does)."""
+    from codecoder.config import user_config
+    from codecoder.config_schema import DaemonTable, section
+    from codecoder.daemon.handler import UnloadPolicy
+
+    table = section(user_config(), "daemon", DaemonTable)
+    return UnloadPolicy(idle=table.idle_unload, max_idle=table.max_idle)
 
 
 def run_daemon(options: DaemonOptions, answer_timeout: float, *, detach: bool = False) -> int:

@@ -3,9 +3,11 @@
 A `Connection` is one peer: a reader thread that frames and decodes lines and hands each
 message to its handler, and a writer thread that drains a bounded outbound buffer. The
 threads are the point: whoever sends (a session's broadcaster above all) only appends
-bytes and never waits for a slow or dead peer. A peer whose unsent bytes pass the bound
-has fallen too far behind: it is told so, if a last line still fits, and dropped; it can
-reattach. The same class serves a Unix socket and a pair of pipes (`codecoder acp`).
+bytes and never waits for a slow or dead peer. A peer whose unsent bytes (the queue and
+the batch being written) pass the bound has fallen too far behind: its queue is replaced
+by a last line saying so, written once the batch under way is (DROP_GRACE at most), and
+the connection is closed; it can reattach. The same class serves a Unix socket and a
+pair of pipes (`codecoder acp`).
 
 Frames are capped (MAX_FRAME): a longer line gets a JSON-RPC error and is skipped, and
 the connection stays usable, as it does after malformed JSON or an unknown method.
@@ -35,6 +37,12 @@ MAX_FRAME = 8 * 1024 * 1024
 """The longest line a peer may send (8 MiB)."""
 MAX_OUTBOUND = 64 * 1024 * 1024
 """Unsent bytes a peer may fall behind by before it is dropped (64 MiB)."""
+WRITE_BATCH = 1024 * 1024
+"""Frames are written in batches of about this many bytes (at least one frame): a
+dropped peer's last line waits for one batch, not for the whole backlog."""
+DROP_GRACE = 5.0
+"""Seconds a dropped peer has to take the batch under way and the last line; a peer that
+reads nothing in that time is cut off (its writer would block for good)."""
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -114,6 +122,10 @@ class Connection:
         self._closing = False
         self._shut = False
         self._closed = threading.Event()
+        self._cutoff: threading.Timer | None = None
+        self._last_word: RpcError | None = None
+        """An error the peer sent for no request of ours (`id: null`), when nothing came
+        after it: why it closed the connection, if it then does."""
         self._ids = itertools.count(1)
         self._waiting: dict[int, ResponseCallback] = {}
         self._threads = [
@@ -183,17 +195,23 @@ class Connection:
         return request_id
 
     def _drop_locked(self) -> None:
-        """Too far behind: replace the backlog with one notice, then close."""
+        """Too far behind: replace the backlog with one notice, then close, or cut the
+        peer off if it takes nothing within DROP_GRACE."""
         self.dropped = True
+        self._queued -= sum(len(frame) for frame in self._outbound)
         self._outbound.clear()
         notice = notification(
             "_codecoder/dropped",
             {"reason": f"fell more than {self._max_outbound} bytes behind; reattach to go on"},
         )
         self._outbound.append(notice)
-        self._queued = len(notice)
+        self._queued += len(notice)
         self._closing = True
         self._ready.notify()
+        self._cutoff = threading.Timer(DROP_GRACE, self._close_transport)
+        self._cutoff.name = f"rpc-cutoff-{self.name}"
+        self._cutoff.daemon = True
+        self._cutoff.start()
 
     # --- the threads -------------------------------------------------------------------
 
@@ -204,13 +222,18 @@ class Connection:
                     self._ready.wait()
                 if not self._outbound:
                     break
-                batch = b"".join(self._outbound)
-                self._outbound.clear()
-                self._queued = 0
+                frames = [self._outbound.popleft()]
+                size = len(frames[0])
+                while self._outbound and size < WRITE_BATCH:
+                    frames.append(self._outbound.popleft())
+                    size += len(frames[-1])
             try:
-                self._write(batch)
+                self._write(b"".join(frames))
             except (OSError, ValueError):
                 break
+            finally:
+                with self._lock:
+                    self._queued -= size  # counted until written: the bound holds it too
         self.close()
 
     def _read_loop(self) -> None:
@@ -242,6 +265,7 @@ class Connection:
         except (ValueError, RecursionError) as exc:  # not JSON, not UTF-8, nested too deep
             self.error(None, PARSE_ERROR, f"not JSON: {exc}")
             return
+        self._last_word = None
         if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
             self.error(None, INVALID_REQUEST, "not a JSON-RPC 2.0 message")
             return
@@ -257,23 +281,32 @@ class Connection:
 
     def _on_response(self, message: dict[str, Any]) -> None:
         request_id = message.get("id")
+        error = message.get("error")
+        failure = None
+        if isinstance(error, dict):
+            failure = RpcError(int(error.get("code", SERVER_ERROR)), str(error.get("message")))
         with self._lock:
             callback = self._waiting.pop(request_id, None) if isinstance(request_id, int) else None
+        if request_id is None:
+            self._last_word = failure
         if callback is None:
             return  # an answer to nothing we asked (or asked of someone else): ignored
-        error = message.get("error")
-        if isinstance(error, dict):
-            callback(
-                None, RpcError(int(error.get("code", SERVER_ERROR)), str(error.get("message")))
-            )
-        else:
+        if failure is None:
             callback(message.get("result"), None)
+        else:
+            callback(None, failure)
 
     # --- closing -------------------------------------------------------------------------
 
     @property
     def closed(self) -> bool:
         return self._closed.is_set()
+
+    @property
+    def last_word(self) -> RpcError | None:
+        """The error the peer sent for no request before it closed (a daemon out of files
+        turning a client away), if it did."""
+        return self._last_word
 
     def close(self) -> None:
         """Stop both threads (queued frames are written first) and tell the handler."""
@@ -285,12 +318,17 @@ class Connection:
             self._ready.notify()
             waiting = list(self._waiting.values())
             self._waiting.clear()
+            cutoff = self._cutoff
         writer = self._threads[1]
         if writer.ident is not None and writer is not threading.current_thread():
             writer.join(timeout=2.0)
         self._closed.set()
         self._close_transport()
-        gone = RpcError(SERVER_ERROR, "the connection closed")
+        if cutoff is not None:
+            cutoff.cancel()
+            if cutoff is not threading.current_thread():
+                cutoff.join()
+        gone = self._last_word or RpcError(SERVER_ERROR, "the connection closed")
         for callback in waiting:
             callback(None, gone)
         self._handler.on_close(self)

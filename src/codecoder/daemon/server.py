@@ -8,11 +8,18 @@ is replaced. SIGTERM, SIGHUP and SIGINT (and `_codecoder/shutdown`) cancel every
 session's turn, commit its state, and end the daemon with exit 0.
 
 Idle, the daemon is threads blocked in `accept` and `readline`: no polling, no CPU.
+
+The accept thread outlives every error but the daemon's stop. Out of files (EMFILE),
+the next client is taken with a file kept in reserve for it and, if no file is free by
+then, told so in one JSON-RPC error and closed, so it hears why instead of hanging; any
+other failure waits a little (ACCEPT_BACKOFF, doubling) and accepts again. Once files
+are free again the next `initialize` is answered.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import signal
@@ -26,11 +33,13 @@ from types import FrameType
 from typing import Any
 
 from codecoder import paths
-from codecoder.daemon.handler import AcpHandler, Hub
-from codecoder.daemon.rpc import Connection
+from codecoder.daemon.handler import AcpHandler, Hub, out_of_files_message
+from codecoder.daemon.rpc import SERVER_ERROR, Connection, encode
 
 MAX_SOCKET_PATH = 107
 """sockaddr_un holds 108 bytes with the terminating NUL."""
+ACCEPT_BACKOFF = (0.005, 1.0)
+"""The first and the longest wait after a failed accept (seconds), as Go's net/http."""
 
 
 class DaemonError(Exception):
@@ -48,6 +57,8 @@ class DaemonServer:
         self._accepting: threading.Thread | None = None
         self._connections: set[Connection] = set()
         self._guard = threading.Lock()
+        self._reserve: int | None = None
+        """A file held to accept, and turn away, a client when the files run out."""
 
     # --- starting --------------------------------------------------------------------
 
@@ -68,23 +79,71 @@ class DaemonServer:
         os.chmod(self.path, 0o600)
         listener.listen(64)
         self._listener = listener
+        self._reserve = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
         self._accepting = threading.Thread(target=self._accept_loop, name="accept", daemon=True)
         self._accepting.start()
 
     def _accept_loop(self) -> None:
-        assert self._listener is not None
+        listener = self._listener
+        assert listener is not None
+        wait = 0.0
         while not self._stop.is_set():
             try:
-                sock, _ = self._listener.accept()
-            except OSError:
-                break
-            if _peer_uid(sock) != os.getuid():
+                sock, _ = listener.accept()
+            except OSError as exc:
+                if self._stop.is_set():
+                    break
+                spare = exc.errno in (errno.EMFILE, errno.ENFILE) and self._restock()
+                taken = self._accept_on_reserve(listener) if spare else None
+                if taken is None:
+                    wait = min(max(wait * 2, ACCEPT_BACKOFF[0]), ACCEPT_BACKOFF[1])
+                    if wait == ACCEPT_BACKOFF[0]:
+                        log(f"accepting failed, trying again: {exc}")
+                    self._stop.wait(wait)
+                    continue
+                sock = taken
+                if not self._restock():  # still out of files: it is told so, not served
+                    _turn_away(sock)
+                    continue
+            wait = 0.0
+            try:
+                self._serve(sock)
+            except (OSError, RuntimeError) as exc:  # no thread or file left for it
                 sock.close()
-                continue
-            conn = Connection.over_socket(sock, _Tracked(self), name=f"client-{sock.fileno()}")
-            with self._guard:
-                self._connections.add(conn)
+                log(f"a connection could not be served: {exc}")
+
+    def _accept_on_reserve(self, listener: socket.socket) -> socket.socket | None:
+        """Out of files, accept fails at once, client or none: give the reserve file up
+        and wait for the next client with its slot."""
+        assert self._reserve is not None
+        os.close(self._reserve)
+        self._reserve = None
+        try:
+            return listener.accept()[0]
+        except OSError:
+            return None
+
+    def _restock(self) -> bool:
+        """Hold the reserve file (True), or find that the files are all in use."""
+        if self._reserve is None:
+            try:
+                self._reserve = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                return False
+        return True
+
+    def _serve(self, sock: socket.socket) -> None:
+        if _peer_uid(sock) != os.getuid():
+            sock.close()
+            return
+        conn = Connection.over_socket(sock, _Tracked(self), name=f"client-{sock.fileno()}")
+        with self._guard:
+            self._connections.add(conn)
+        try:
             conn.start()
+        except RuntimeError:
+            self.forget(conn)
+            raise
 
     # --- stopping ----------------------------------------------------------------------
 
@@ -125,6 +184,9 @@ class DaemonServer:
             conn.join(2)
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
+        if self._reserve is not None:
+            os.close(self._reserve)
+            self._reserve = None
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
@@ -150,6 +212,13 @@ class _Tracked:
     def on_close(self, conn: Connection) -> None:
         self._acp.on_close(conn)
         self._server.forget(conn)
+
+
+def _turn_away(sock: socket.socket) -> None:
+    """Tell a client the daemon cannot serve it now, in one JSON-RPC error, and close."""
+    refusal = {"code": SERVER_ERROR, "message": out_of_files_message()}
+    with sock, contextlib.suppress(OSError):
+        sock.send(encode({"jsonrpc": "2.0", "id": None, "error": refusal}), socket.MSG_DONTWAIT)
 
 
 def _own_private_folder(folder: Path) -> None:

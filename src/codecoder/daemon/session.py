@@ -18,6 +18,10 @@ never wedges the session.
 A client that attaches is first sent the session so far: the stored messages up to the
 last finished turn (from the session store), then the frames of the running turn, then
 the live stream, all under one lock, so it misses and repeats nothing.
+
+A session with no client attached and no turn running or queued is idle: `on_idle` tells
+the hub, which may retire it (`retire`) and close it (handler.Hub). A retired session
+takes no client: `attach` says so and the hub loads it anew.
 """
 
 from __future__ import annotations
@@ -87,12 +91,14 @@ class LiveSession:
         *,
         answer_timeout: float = 300.0,
         on_end: Callable[[LiveSession], None] = lambda session: None,
+        on_idle: Callable[[LiveSession], None] = lambda session: None,
     ) -> None:
         self.setup = setup
         self.id = setup.session_id
         self.workspace: Path = setup.loop.workspace
         self.answer_timeout = answer_timeout
         self._on_end = on_end
+        self._on_idle = on_idle
         self._calls = acp.ToolCalls(self.workspace)
         self._lock = threading.RLock()
         self._subscribers: dict[Connection, bool] = {}
@@ -112,6 +118,10 @@ class LiveSession:
         self._questions: dict[str, _Pending] = {}
         self._error: str | None = None
         self._timer: threading.Timer | None = None
+        self._idle_since: float | None = None
+        """Made for a client that attaches next: busy until it has left."""
+        self._retired = False
+        self._closing = False
         self.handle = setup.loop.start()
         self._thread = threading.Thread(
             target=self._broadcast, name=f"broadcast-{self.id[:8]}", daemon=True
@@ -134,14 +144,25 @@ class LiveSession:
         with self._lock:
             return len(self._subscribers)
 
+    @property
+    def idle_since(self) -> float | None:
+        """When the session last became idle (time.monotonic()); None while a client is
+        attached or a turn runs or waits, and once retired."""
+        with self._lock:
+            return self._idle_since
+
     def attached(self, conn: Connection) -> bool:
         with self._lock:
             return conn in self._subscribers
 
-    def attach(self, conn: Connection, *, ask_user: bool = False, replay: bool = True) -> None:
+    def attach(self, conn: Connection, *, ask_user: bool = False, replay: bool = True) -> bool:
         """Subscribe `conn`: the session so far (when `replay`), then everything live,
-        and the questions still open."""
+        and the questions still open. False when the session is retired (being
+        unloaded): the hub then loads it again for `conn`."""
         with self._lock:
+            if self._retired:
+                return False
+            self._idle_since = None
             if replay:
                 for update in self._history():
                     conn.send_bytes(self._frame(update))
@@ -152,12 +173,27 @@ class LiveSession:
             for pending in self._questions.values():
                 self._ask(conn, pending)
             self._cancel_timer()
+        return True
 
     def detach(self, conn: Connection) -> None:
         with self._lock:
             self._subscribers.pop(conn, None)
             if not self._subscribers and self._questions:
                 self._arm_timer()
+            idle = self._became_idle()
+        if idle:
+            self._on_idle(self)
+
+    def retire(self, *, running: bool = False) -> bool:
+        """Take the session out of service before it is closed: True when no client is
+        attached and no turn runs or waits (or, with `running`, one may: session/close
+        cancels it), and from then on no client can attach."""
+        with self._lock:
+            if self._retired or self._subscribers or (self._prompts and not running):
+                return False
+            self._retired = True
+            self._idle_since = None
+            return True
 
     def prompt(self, conn: Connection, request_id: Any, text: str) -> None:
         """Queue a prompt; its answer (`stopReason`) is sent when its turn is done."""
@@ -165,16 +201,19 @@ class LiveSession:
         with self._lock:
             self._prompts.append((conn, request_id))
             self._echoes[(conn, request_id)] = frame
+            self._idle_since = None
         try:
             if self.setup.log is not None:
                 self.setup.log.begin_turn()
             self.handle.send(text)
-        except AgentClosed as exc:
+        except Exception as exc:  # no turn will answer it: the request's error does
             with self._lock:
                 if (conn, request_id) in self._prompts:
                     self._prompts.remove((conn, request_id))
                 self._echoes.pop((conn, request_id), None)
-            raise RpcError(SERVER_ERROR, "the session has ended") from exc
+            if isinstance(exc, AgentClosed):
+                raise RpcError(SERVER_ERROR, "the session has ended") from exc
+            raise
 
     def steer(self, conn: Connection, text: str) -> bool:
         """Steer the running turn (`_codecoder/steer`); True when one runs. With none, the
@@ -186,6 +225,7 @@ class LiveSession:
             if not running:
                 self._prompts.append((None, None))  # its Done answers nobody
                 self._echoes[(None, None)] = frame
+                self._idle_since = None
             try:
                 if running:
                     self.handle.steer(text)
@@ -230,6 +270,7 @@ class LiveSession:
 
     def close(self, timeout: float = 10.0) -> None:
         """Cancel the running turn, end the agent (its state committed) and release it."""
+        self._closing = True
         with contextlib.suppress(AgentClosed):
             self.handle.shutdown(timeout)
         self._thread.join(timeout)
@@ -247,10 +288,22 @@ class LiveSession:
                 break
             if isinstance(event, NewToken):
                 event, waiting = self._coalesce(event)
+            elif isinstance(event, ToolOutput):
+                event, waiting = self._coalesce_output(event)
             try:
                 self._on_event(event)
             except Exception as exc:  # a client's trouble must not stop the stream
                 self._status("error", f"broadcast failed: {exc!r}")
+        with self._lock:
+            left = list(self._prompts)
+            self._prompts.clear()
+        for conn, request_id in left:  # not answered by a Done: the agent ended first
+            if conn is None:
+                continue
+            if self._closing:
+                conn.respond(request_id, {"stopReason": "cancelled"})
+            else:
+                conn.error(request_id, SERVER_ERROR, "the agent stopped before the turn ended")
         self._on_end(self)
 
     def _coalesce(self, first: NewToken) -> tuple[NewToken, AgentEvent | None]:
@@ -269,6 +322,23 @@ class LiveSession:
             parts.append(event.text)
             size += len(event.text)
         return NewToken("".join(parts)), None
+
+    def _coalesce_output(self, first: ToolOutput) -> tuple[ToolOutput, AgentEvent | None]:
+        """Join the output of `first`'s call that arrives behind it within COALESCE_WINDOW,
+        cut to the tail a client is shown (acp.OUTPUT_TAIL): a command's flood costs at
+        most ~100 frames a second, each client's buffer holds no output twice, and the
+        broadcaster drains the agent's queue faster than a command can fill it (one
+        frame per 64 KiB read made 134 MB of frames per client for 1 GB of output)."""
+        tail = first.chunk[-acp.OUTPUT_TAIL :]
+        deadline = time.monotonic() + COALESCE_WINDOW
+        while True:
+            try:
+                event = self.handle.next_event(max(0.0, deadline - time.monotonic()))
+            except TimeoutError:
+                return ToolOutput(first.id, tail), None
+            if not isinstance(event, ToolOutput) or event.id != first.id:
+                return ToolOutput(first.id, tail), event
+            tail = (tail + event.chunk)[-acp.OUTPUT_TAIL :]
 
     def _on_event(self, event: AgentEvent) -> None:
         if not self._started:
@@ -340,6 +410,9 @@ class LiveSession:
         )
 
     def _done(self, event: Done) -> None:
+        """Answer the turn's prompt, whatever else fails: its bookkeeping reads the
+        store, which can fail (a full disk, no file left to open), and a prompt left
+        unanswered would hang its client for good."""
         with self._lock:
             head = self._prompts.popleft() if self._prompts else None
             self._started = False
@@ -351,16 +424,29 @@ class LiveSession:
             self._turn_size = 0
             self._turn_complete = True
             self._tail_of = None
-            self._base = self._last_message_id()
+            try:
+                self._base = self._last_message_id()
+            except Exception as exc:
+                self._turn_complete = False  # a later attach replays the store whole
+                error = f"the turn ended, but the session store failed: {exc}"
+            idle = self._became_idle()
+        conn, request_id = head if head is not None else (None, None)
+        if conn is not None:  # else none waiting, or a turn a steer made
+            if error and (event.reason == "error" or not self._turn_complete):
+                conn.error(request_id, SERVER_ERROR, error)
+            else:
+                conn.respond(request_id, {"stopReason": acp.stop_reason(event.reason)})
         for pending in stale:
             self._resolved(pending, None, "the turn ended")
-        conn, request_id = head if head is not None else (None, None)
-        if conn is None:
-            return  # none waiting, or a turn a steer made
-        if event.reason == "error" and error:
-            conn.error(request_id, SERVER_ERROR, error)
-        else:
-            conn.respond(request_id, {"stopReason": acp.stop_reason(event.reason)})
+        if idle:
+            self._on_idle(self)
+
+    def _became_idle(self) -> bool:
+        """Under the lock: note the moment the session goes idle; True the first time."""
+        if self._retired or self._subscribers or self._prompts or self._idle_since is not None:
+            return False
+        self._idle_since = time.monotonic()
+        return True
 
     # --- questions ------------------------------------------------------------------------
 
