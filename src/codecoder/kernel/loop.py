@@ -92,6 +92,10 @@ _COALESCE = 512
 DRAFT_EVERY = 0.25
 """Seconds between drafts of a streaming reply (DraftSink), what a crash loses of it at
 most: 4 writes a second per streaming session, one clock read per burst of tokens."""
+DRAFT_RATE = 1 << 16
+"""Characters a second that drafts may write at most: each draft rewrites the whole reply,
+so past 16 Ki characters they come further apart (a reply of 1 M characters streamed for
+a minute wrote 120 MB to the store's log at 4 a second; bounded, at most ~4 MB)."""
 _NEVER = float("inf")
 
 
@@ -536,9 +540,11 @@ class AgentLoop:
         if now < due or self._drafts is None:
             return due
         draft = builder.draft(self._next_id)
-        if draft is not None:
-            self._drafts.draft(draft)
-        return now + DRAFT_EVERY
+        if draft is None:
+            return now + DRAFT_EVERY
+        self._drafts.draft(draft)
+        size = sum(len(getattr(item, "text", "")) for item in draft.items)
+        return now + max(DRAFT_EVERY, size / DRAFT_RATE)
 
     def _fold(self, event: StreamEvent, builder: ReplyBuilder, calls: list[ToolCall]) -> None:
         if isinstance(event, ReasoningDelta):
