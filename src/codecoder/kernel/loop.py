@@ -573,8 +573,8 @@ class AgentLoop:
         """Run calls one after another; every call gets ToolStarted, a committed result
         and then ToolFinished, even when the turn was cancelled before it ran."""
         for call in calls:
-            self._emit(ToolStarted(id=call.id, name=call.name, args=call.args))
             if self._journal.cancelled(token):
+                self._emit(ToolStarted(id=call.id, name=call.name, args=call.args))
                 finished = ToolFinished(call.id, call.name, result=_cancelled(call))
             else:
                 finished = self._execute(call, token)
@@ -596,18 +596,23 @@ class AgentLoop:
             self._emit(finished)
 
     def _execute(self, call: ToolCall, token: CancelToken) -> ToolFinished:
+        """Check the call's arguments, announce it (ToolStarted carries the arguments as
+        checked: a client shows `path`, not the `file_path` the model sent), ask, run."""
         tool = self._tools.get(call.name)
         try:
-            if tool is None:
-                known = ", ".join(sorted(self._tools)) or "none"
-                raise ToolFailure("unknown_tool", f"unknown tool {call.name!r}; tools: {known}")
-            if call.raw_args is not None:
-                raise ToolFailure(
-                    "invalid_args", f"arguments are not a JSON object: {call.raw_args[:200]!r}"
-                )
-            args = self._journal.validate(tool, call)
-            if args != call.args:
-                call = msgspec.structs.replace(call, args=args)
+            try:
+                if tool is None:
+                    known = ", ".join(sorted(self._tools)) or "none"
+                    raise ToolFailure("unknown_tool", f"unknown tool {call.name!r}; tools: {known}")
+                if call.raw_args is not None:
+                    raise ToolFailure(
+                        "invalid_args", f"arguments are not a JSON object: {call.raw_args[:200]!r}"
+                    )
+                args = self._journal.validate(tool, call)
+                if args != call.args:
+                    call = msgspec.structs.replace(call, args=args)
+            finally:
+                self._emit(ToolStarted(id=call.id, name=call.name, args=call.args))
             self._authorise(tool, call, token)
             self._status("running_tool", call.name)
             ctx = ToolContext(
@@ -657,7 +662,7 @@ class AgentLoop:
         elif answer.decision in ("deny", "deny_session"):
             if answer.decision == "deny_session":
                 self._journal.forbid(self._policy, tool, call)
-            message = "the user denied this call"
+            message = "the user denied this call" if answer.by_person else "not allowed"
             if answer.message:
                 message += f": {answer.message}"
             raise ToolFailure("denied", message)
