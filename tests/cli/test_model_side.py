@@ -129,6 +129,7 @@ def test_a_headless_full_auto_run_offers_no_question_and_its_refusal_says_so(
         assert "`sandbox: false`" not in system  # nobody could allow it
     [refused] = results(second)
     assert "nobody can approve calls in this run" in refused and "Don't retry it" in refused
+    assert "the user denied" not in refused  # nobody did: the model must not think so
     assert not (tmp_path / "outside.txt").exists()
 
 

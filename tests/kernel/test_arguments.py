@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from codecoder.kernel.events import ConfirmRequest, ToolFinished
+from codecoder.kernel.events import ConfirmRequest, ToolFinished, ToolStarted
 from codecoder.kernel.messages import ToolCall, ToolResult, tool_result
 from codecoder.kernel.ports import Decision, Risk, Tool, ToolContext
 from codecoder.tools.base import TypedTool
@@ -68,6 +68,9 @@ def test_the_policy_judges_the_arguments_the_tool_will_run_with(tmp_path: Path) 
     assert policy.seen == [{"path": "a.txt", "times": 3}, {"path": "b.txt"}]
     results = [e.result.text for e in events if isinstance(e, ToolFinished) and e.result]
     assert results == ["a.txt x3", "b.txt x1"]
+    # a client is shown the call as it runs (an editor reads `path` for its title and diff)
+    started = [e.args for e in events if isinstance(e, ToolStarted)]
+    assert started == [{"path": "a.txt", "times": 3}, {"path": "b.txt"}]
     # history keeps what the model sent: its next request shows its own call
     assert loop.messages[1].tool_calls[0].args == {"file_path": "a.txt", "times": "3"}
 

@@ -5,6 +5,7 @@ reply is drafted while it streams."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ import pytest
 
 from codecoder.kernel.events import Done, Error, NewToken, ToolFinished
 from codecoder.kernel.handle import AgentHandle
-from codecoder.kernel.loop import DRAFT_EVERY, AgentLoop
+from codecoder.kernel.loop import DRAFT_EVERY, DRAFT_RATE, AgentLoop
 from codecoder.kernel.messages import Message, Reasoning, Text
 from codecoder.kernel.reply import ReplyBuilder
 from tests.invariants import check_turn
@@ -145,3 +146,21 @@ def test_a_draft_leaves_the_builder_as_it_was() -> None:
     builder.text("z")
     final = builder.build(7, interrupted=False)
     assert final is not None and final.items == (Reasoning("ab", "tok"), Text("xyz"))
+
+
+def test_drafts_of_a_long_reply_come_further_apart(tmp_path: Path, start_agent: Start) -> None:
+    """Each draft rewrites the whole reply: past DRAFT_RATE characters a second of
+    drafts, they wait longer, so a long answer does not write its square to the store."""
+    words = "".join("x" * 8191 + " " for _ in range(150))  # 1.2 M characters in ~1.5 s
+    sink = DraftingSink()
+    handle = start_agent(
+        make_loop([{"token_delay": 0.01, "parts": [words]}], tmp_path, history=sink)
+    )
+    started = time.monotonic()
+    handle.send("go")
+    events = handle.wait_done(20)
+    elapsed = time.monotonic() - started
+    assert isinstance(events[-1], Done) and sink.messages[-1].text == words
+    assert sink.drafts, "no draft of a reply that streamed for a second"
+    after_first = sum(len(d.text) for d in sink.drafts[1:])
+    assert after_first <= DRAFT_RATE * elapsed, (len(sink.drafts), after_first, elapsed)

@@ -101,7 +101,7 @@ def test_decisions_and_replies_say_why_and_who(tmp_path: Path, start_agent: Star
         r for r in records if r["dir"] == "event" and r["data"]["type"] == "confirm_request"
     )
     assert reply["data"]["request_id"] == request["data"]["request_id"]
-    assert reply["data"]["answer"] == {"decision": "deny", "message": "not now"}
+    assert reply["data"]["answer"] == {"decision": "deny", "message": "not now", "by_person": True}
     assert reply["data"]["by"] == "terminal" and reply["seq"] > request["seq"]
 
 

@@ -235,7 +235,7 @@ class _Runner:
             self.replies.expect(event)
             return
         if isinstance(event, ConfirmRequest):
-            event.reply.send(ConfirmReply("deny", NOBODY_TO_APPROVE))
+            event.reply.send(ConfirmReply("deny", NOBODY_TO_APPROVE, by_person=False))
         else:
             event.reply.send(NOBODY_TO_ANSWER)
 

@@ -93,7 +93,9 @@ def confirm_reply(option_id: str | None) -> ConfirmReply:
     """A permission answer (None: the request was cancelled) as the kernel's reply."""
     if option_id in ("allow_once", "allow_session", "allow_project", "deny_session"):
         return ConfirmReply(option_id)  # type: ignore[arg-type]
-    return ConfirmReply("deny", None if option_id == "deny" else "the request was cancelled")
+    if option_id == "deny":
+        return ConfirmReply("deny")
+    return ConfirmReply("deny", "the request was cancelled", by_person=False)
 
 
 def ask_options(options: tuple[str, ...]) -> list[dict[str, str]]:

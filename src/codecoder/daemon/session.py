@@ -531,7 +531,7 @@ class LiveSession:
         why = f"nobody was attached to answer within {self.answer_timeout:g} s"
         for pending in waiting:
             if isinstance(pending.event, ConfirmRequest):
-                self._answer(pending, ConfirmReply("deny", why), None)
+                self._answer(pending, ConfirmReply("deny", why, by_person=False), None)
             else:
                 self._answer(pending, f"({why})", None)
 

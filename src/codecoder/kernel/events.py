@@ -31,10 +31,13 @@ class ToolError(msgspec.Struct, frozen=True):
 
 
 class ConfirmReply(msgspec.Struct, frozen=True):
-    """The user's answer to a ConfirmRequest; `message` goes to the model on deny."""
+    """The user's answer to a ConfirmRequest; `message` goes to the model on deny.
+    `by_person` False: nobody answered (a headless run, a timeout, a dismissed question),
+    so the model is not told that the user denied the call."""
 
     decision: Decision
     message: str | None = None
+    by_person: bool = True
 
 
 class NewToken(msgspec.Struct, frozen=True, tag="new_token", tag_field="type"):

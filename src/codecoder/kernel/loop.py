@@ -92,6 +92,10 @@ _COALESCE = 512
 DRAFT_EVERY = 0.25
 """Seconds between drafts of a streaming reply (DraftSink), what a crash loses of it at
 most: 4 writes a second per streaming session, one clock read per burst of tokens."""
+DRAFT_RATE = 1 << 16
+"""Characters a second that drafts may write at most: each draft rewrites the whole reply,
+so past 16 Ki characters they come further apart (a reply of 1 M characters streamed for
+a minute wrote 120 MB to the store's log at 4 a second; bounded, at most ~4 MB)."""
 _NEVER = float("inf")
 
 
@@ -536,9 +540,11 @@ class AgentLoop:
         if now < due or self._drafts is None:
             return due
         draft = builder.draft(self._next_id)
-        if draft is not None:
-            self._drafts.draft(draft)
-        return now + DRAFT_EVERY
+        if draft is None:
+            return now + DRAFT_EVERY
+        self._drafts.draft(draft)
+        size = sum(len(getattr(item, "text", "")) for item in draft.items)
+        return now + max(DRAFT_EVERY, size / DRAFT_RATE)
 
     def _fold(self, event: StreamEvent, builder: ReplyBuilder, calls: list[ToolCall]) -> None:
         if isinstance(event, ReasoningDelta):
@@ -567,8 +573,8 @@ class AgentLoop:
         """Run calls one after another; every call gets ToolStarted, a committed result
         and then ToolFinished, even when the turn was cancelled before it ran."""
         for call in calls:
-            self._emit(ToolStarted(id=call.id, name=call.name, args=call.args))
             if self._journal.cancelled(token):
+                self._emit(ToolStarted(id=call.id, name=call.name, args=call.args))
                 finished = ToolFinished(call.id, call.name, result=_cancelled(call))
             else:
                 finished = self._execute(call, token)
@@ -590,18 +596,23 @@ class AgentLoop:
             self._emit(finished)
 
     def _execute(self, call: ToolCall, token: CancelToken) -> ToolFinished:
+        """Check the call's arguments, announce it (ToolStarted carries the arguments as
+        checked: a client shows `path`, not the `file_path` the model sent), ask, run."""
         tool = self._tools.get(call.name)
         try:
-            if tool is None:
-                known = ", ".join(sorted(self._tools)) or "none"
-                raise ToolFailure("unknown_tool", f"unknown tool {call.name!r}; tools: {known}")
-            if call.raw_args is not None:
-                raise ToolFailure(
-                    "invalid_args", f"arguments are not a JSON object: {call.raw_args[:200]!r}"
-                )
-            args = self._journal.validate(tool, call)
-            if args != call.args:
-                call = msgspec.structs.replace(call, args=args)
+            try:
+                if tool is None:
+                    known = ", ".join(sorted(self._tools)) or "none"
+                    raise ToolFailure("unknown_tool", f"unknown tool {call.name!r}; tools: {known}")
+                if call.raw_args is not None:
+                    raise ToolFailure(
+                        "invalid_args", f"arguments are not a JSON object: {call.raw_args[:200]!r}"
+                    )
+                args = self._journal.validate(tool, call)
+                if args != call.args:
+                    call = msgspec.structs.replace(call, args=args)
+            finally:
+                self._emit(ToolStarted(id=call.id, name=call.name, args=call.args))
             self._authorise(tool, call, token)
             self._status("running_tool", call.name)
             ctx = ToolContext(
@@ -651,7 +662,7 @@ class AgentLoop:
         elif answer.decision in ("deny", "deny_session"):
             if answer.decision == "deny_session":
                 self._journal.forbid(self._policy, tool, call)
-            message = "the user denied this call"
+            message = "the user denied this call" if answer.by_person else "not allowed"
             if answer.message:
                 message += f": {answer.message}"
             raise ToolFailure("denied", message)

@@ -78,7 +78,7 @@ class Question(msgspec.Struct):
     def dismiss(self, why: str) -> None:
         """The turn ended or was cancelled: nobody waits for an answer any more."""
         if isinstance(self.event, ConfirmRequest):
-            self.event.reply.send(ConfirmReply("deny", why))
+            self.event.reply.send(ConfirmReply("deny", why, by_person=False))
         else:
             self.event.reply.send(f"({why})")
 
