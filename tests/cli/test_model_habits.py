@@ -10,6 +10,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from codecoder.sandbox.probe import probe
+
 CLI = [sys.executable, "-m", "codecoder"]
 
 
@@ -120,3 +124,24 @@ def test_an_unread_file_is_not_overwritten(tmp_path: Path) -> None:
     assert said(refused).startswith("notes.md exists (17 bytes) and this session has not read")
     assert said(written) == "Overwrote notes.md (8 bytes, 1 line; was 17 bytes)."
     assert (workspace / "notes.md").read_text() == "# Notes\n"
+
+
+@pytest.mark.parametrize("value", [0, "false", "0", 0.0, "no", None, []])
+def test_no_spelling_of_sandbox_false_runs_a_command_unconfined_unasked(
+    tmp_path: Path, value: Any
+) -> None:
+    """Whatever the check makes of a `sandbox` value (0 and "false" read as False, others
+    refused), the policy judges what the tool will read: before, `0 == False` kept the
+    model's 0, which the policy did not take for an escalation and the tool ran
+    unconfined, unasked, in full-auto."""
+    if not probe().works:
+        pytest.skip(f"bubblewrap cannot run here: {probe().detail}")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    outside = tmp_path / "escaped"
+    command = f"python3 -c \"open('{outside}', 'w')\""  # a write no parser sees: the sandbox's
+    replies = [call("run_command", command=command, sandbox=value), ["done"]]
+    (finished,) = exec_script(workspace, replies, "--approval", "full-auto")
+    assert not outside.exists(), said(finished)
+    if value is not None:  # None counts as not given: confined, so the write fails
+        assert finished["status"] == "error", said(finished)

@@ -254,10 +254,12 @@ def test_the_session_section_follows_a_mode_switch_and_comes_last(tmp_path: Path
     """A client can switch the approval mode mid-session (ACP session/set_mode): the
     next request's section says the new mode, and everything before it is unchanged
     (the provider's cached prefix)."""
-    facts = [SessionFacts("read-only", attended=True)]
-    builder = PromptBuilder(tmp_path, tools=["read_file"], session=lambda: facts[0])
+    facts = [SessionFacts("read-only", attended=True, tools=frozenset({"read_file"}))]
+    builder = PromptBuilder(tmp_path, session=lambda: facts[0])
     before = builder.system_prompt()
-    facts[0] = SessionFacts("full-auto", attended=True, sandbox="workspace-write")
+    facts[0] = SessionFacts(
+        "full-auto", attended=True, sandbox="workspace-write", tools=frozenset({"read_file"})
+    )
     after = builder.system_prompt()
     head, section = after.split("\n\n# This session\n")
     assert before.startswith(head + "\n\n# This session\nApproval mode: read-only.\n")

@@ -312,6 +312,29 @@ def test_set_mode_switches_the_approval_mode(workspace: Path, tmp_path: Path) ->
     assert (workspace / "auto.txt").read_text() == "x"
 
 
+def test_the_tools_offered_follow_a_mode_switch(workspace: Path, tmp_path: Path) -> None:
+    """read-only offers no edit tool; switched to auto-edit, the next request offers
+    write_file again (before, the set chosen at the start stayed: "unknown tool")."""
+    script = write_script(
+        tmp_path / "s.json",
+        [call("write_file", path="early.txt", content="x")],
+        ["Could not."],
+        [call("write_file", path="later.txt", content="y")],
+        ["Written."],
+    )
+    with running(script, approval="read-only", cwd=workspace) as agent:
+        agent.initialize()
+        session = agent.new_session(workspace)
+        assert agent.prompt(session, "write it") == "end_turn"
+        refused = updates_of(agent.updates, "call_0_0")[-1]
+        assert refused["status"] == "failed"
+        assert agent.call("session/set_mode", {"sessionId": session, "modeId": "auto-edit"}) == {}
+        assert agent.prompt(session, "now write it") == "end_turn"
+        assert updates_of(agent.updates, "call_2_0")[-1]["status"] == "completed"
+    assert not (workspace / "early.txt").exists()
+    assert (workspace / "later.txt").read_text() == "y"
+
+
 def test_a_subagent_is_one_tool_call_and_its_events_an_extension(
     workspace: Path, tmp_path: Path
 ) -> None:

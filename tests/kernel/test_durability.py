@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from codecoder.kernel.events import Done, Error, NewToken, ToolFinished
@@ -156,11 +157,28 @@ def test_drafts_of_a_long_reply_come_further_apart(tmp_path: Path, start_agent: 
     handle = start_agent(
         make_loop([{"token_delay": 0.01, "parts": [words]}], tmp_path, history=sink)
     )
+    drafted_within_the_rate(handle, sink, words)
+
+
+def test_a_finished_call_counts_in_a_drafts_size(tmp_path: Path, start_agent: Start) -> None:
+    """A reply that streams text after a call with 2 MB of arguments: each draft holds the
+    call, so the drafts are spaced by it too (before: 8 MB a second to the store's log)."""
+    big = {"type": "tool_call", "name": "echo", "args": {"text": "A" * 2_000_000}}
+    words = "w " * 150  # ~1.5 s at 10 ms a token
+    sink = DraftingSink()
+    reply = {"token_delay": 0.01, "parts": [big, words]}
+    handle = start_agent(make_loop([reply, ["done"]], tmp_path, history=sink))
+    drafted_within_the_rate(handle, sink, words, last=-3)
+
+
+def drafted_within_the_rate(
+    handle: AgentHandle, sink: DraftingSink, words: str, *, last: int = -1
+) -> None:
     started = time.monotonic()
     handle.send("go")
     events = handle.wait_done(20)
     elapsed = time.monotonic() - started
-    assert isinstance(events[-1], Done) and sink.messages[-1].text == words
+    assert isinstance(events[-1], Done) and sink.messages[last].text == words
     assert sink.drafts, "no draft of a reply that streamed for a second"
-    after_first = sum(len(d.text) for d in sink.drafts[1:])
+    after_first = sum(len(msgspec.json.encode(d.items)) for d in sink.drafts[1:])
     assert after_first <= DRAFT_RATE * elapsed, (len(sink.drafts), after_first, elapsed)

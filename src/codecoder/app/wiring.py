@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from codecoder import paths
+from codecoder.app.offered import OfferedTools
 from codecoder.app.options import AgentOptions
 from codecoder.config import ConfigError, Layers, read_toml
 from codecoder.context.compaction import ThreadedCompactor, context_window
@@ -306,7 +307,7 @@ def build_agent(options: AgentOptions, workspace: Path) -> AgentSetup:
     hooks = control.hook_runner(hook_set, manager, workspace, session_id, sandbox)
     kept = control.checkpoints(store, session_id, workspace, log, user_config)
     wrap = control.tool_wrapper(kept, hooks)
-    tools, prompt = session_toolbox(
+    offered, prompt = session_toolbox(
         workspace,
         provider,
         manager,
@@ -326,10 +327,10 @@ def build_agent(options: AgentOptions, workspace: Path) -> AgentSetup:
         source, gates = HookNotices(hooks, mcp), HookGates(hooks, resumed=info is not None)
     if policy.held_back is not None:
         source = StartNotices([StatusUpdate("idle", policy.held_back, "permissions")], source)
-    source = kept.with_notices(source)
+    offered.inner = kept.with_notices(source)
     loop = AgentLoop(
         provider if mcp is None else mcp.gate(provider),
-        tools,
+        [],
         workspace,
         policy=policy,
         history=log,
@@ -340,7 +341,7 @@ def build_agent(options: AgentOptions, workspace: Path) -> AgentSetup:
         first_turn=first_turn,
         next_id=next_id,
         compactor=compactor,
-        tool_source=journal.source(source),
+        tool_source=journal.source(offered),
         journal=journal,
         prompt_gate=gates if control.prompt_hooks(hooks) else None,
         stop_gate=gates if hooks is not None and hooks.has("stop") else None,
@@ -543,11 +544,11 @@ def session_toolbox(
     attended: bool,
     tracer: Tracer | None = None,
     wrap: Callable[[list[Tool]], list[Tool]] | None = None,
-) -> tuple[list[Tool], PromptBuilder]:
+) -> tuple[OfferedTools, PromptBuilder]:
     """The tools the model is offered and the prompt that goes with them. Of the main
-    agent's toolbox (default_tools), those a call of which could run in the mode the
-    session starts in (RulePolicy.offers); the prompt names only those, and its last
-    section follows the approval mode and the sandbox as they are at each request."""
+    agent's toolbox (default_tools), those a call of which could run in the approval mode
+    as it is at each request (app/offered.py); the prompt names only those, and its last
+    section follows the mode and the sandbox too."""
     project = ProjectContext(workspace)
     every = default_tools(
         workspace,
@@ -560,15 +561,17 @@ def session_toolbox(
         wrap=wrap,
         project=project,
     )
-    tools = [tool for tool in every if policy.offers(tool, attended=attended)]
+    offered = OfferedTools(every, policy, attended=attended)
 
     def facts() -> SessionFacts:
+        tools = offered.names()
         if sandbox is None:
-            return SessionFacts(policy.mode, attended)
-        return SessionFacts(policy.mode, attended, sandbox.mode(), sandbox.network_state())
+            return SessionFacts(policy.mode, attended, tools=tools)
+        return SessionFacts(
+            policy.mode, attended, sandbox.mode(), sandbox.network_state(), tools=tools
+        )
 
-    names = [tool.name for tool in tools]
-    return tools, PromptBuilder(workspace, project=project, tools=names, session=facts)
+    return offered, PromptBuilder(workspace, project=project, session=facts)
 
 
 def preview_prompt(workspace: Path, mode: ApprovalMode) -> tuple[str, tuple[str, ...]]:
@@ -601,9 +604,9 @@ class _NoModel:
 def demo_agent(provider: ProviderClient, workspace: Path) -> AgentSetup:
     manager = ProcessManager()
     policy = _policy(workspace, "full-auto")
-    tools, prompt = session_toolbox(
+    offered, prompt = session_toolbox(
         workspace, provider, manager, {}, policy, sandbox=None, attended=True
     )
-    loop = AgentLoop(provider, tools, workspace, policy=policy, prompt=prompt)
+    loop = AgentLoop(provider, [], workspace, policy=policy, prompt=prompt, tool_source=offered)
     session = os.urandom(8).hex()
     return AgentSetup(loop=loop, session_id=session, manager=manager, closers=[manager.close])

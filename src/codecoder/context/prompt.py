@@ -5,14 +5,15 @@ read once, on the first request, and kept: those files do not change under a run
 session often enough to pay for re-reading them on every request, and a stable prompt
 keeps the provider's prompt cache warm. The date and git state are those of the
 session's start. Sub-agents share the same ProjectContext, so their prompts cost no
-second read. Only the session section (context/session.py) is looked at again on each
-request, since the approval mode can change; its text is kept per state.
+second read. Only the session section (context/session.py) and the tools offered are
+looked at again on each request, since the approval mode can change; the text is kept per
+state.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
 
@@ -58,40 +59,39 @@ class ProjectContext:
 
 
 class PromptBuilder:
-    """Base prompt (naming only the `tools` offered; None: all), environment, AGENTS.md,
-    CONTEXT.md, skills index, and the section `session` describes, in that order
-    (docs/prompt.md)."""
+    """Base prompt (naming only the tools `session` says are offered; all without it),
+    environment, AGENTS.md, CONTEXT.md, skills index, and the section `session`
+    describes, in that order (docs/prompt.md)."""
 
     def __init__(
         self,
         workspace: Path | str,
         *,
         project: ProjectContext | None = None,
-        tools: Collection[str] | None = None,
         session: Callable[[], SessionFacts] | None = None,
     ) -> None:
         self.project = project if project is not None else ProjectContext(workspace)
-        self._tools = frozenset(tools) if tools is not None else None
         self._session = session
         self._lock = threading.Lock()
-        self._head: str | None = None
+        self._heads: dict[frozenset[str] | None, str] = {}
         self._prompts: dict[SessionFacts, str] = {}
 
     def system_prompt(self) -> str:
         facts = self._session() if self._session is not None else None
+        tools = facts.tools if facts is not None else None
         with self._lock:
-            if self._head is None:
+            head = self._heads.get(tools)
+            if head is None:
                 found = self.project.sections()
-                base = fragments.base_prompt(self._tools)
-                self._head = _join(
+                base = fragments.base_prompt(tools)
+                head = self._heads[tools] = _join(
                     [base, found.environment, found.agents_md, found.context_md, found.skills]
                 )
             if facts is None:
-                return self._head
+                return head
             prompt = self._prompts.get(facts)
             if prompt is None:
-                section = describe(facts, self._tools)
-                prompt = self._prompts[facts] = _join([self._head, section])
+                prompt = self._prompts[facts] = _join([head, describe(facts)])
             return prompt
 
     @property

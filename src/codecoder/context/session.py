@@ -11,7 +11,6 @@ section is the last of the prompt: a switch leaves the cached prefix before it i
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from typing import Literal
 
 import msgspec
@@ -33,6 +32,8 @@ class SessionFacts(msgspec.Struct, frozen=True):
     sandbox: SandboxMode = "off"
     """How a command started now is confined."""
     network: Network = "off"
+    tools: frozenset[str] | None = None
+    """The tools offered now, by name (None: every tool); they follow the mode."""
 
     @property
     def answered(self) -> bool:
@@ -69,9 +70,9 @@ DESCRIBE_INSTEAD = (
 )
 
 
-def describe(facts: SessionFacts, tools: Collection[str] | None = None) -> str:
-    """The section for `facts`, where the model is offered `tools` (by name; None:
-    every tool)."""
+def describe(facts: SessionFacts) -> str:
+    """The section for `facts`."""
+    tools = facts.tools
     lines = ["# This session", f"Approval mode: {facts.mode}."]
     runs = _RUNS_UNASKED[facts.mode]
     if facts.mode == "read-only":

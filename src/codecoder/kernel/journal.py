@@ -55,6 +55,7 @@ from codecoder.kernel.messages import (
     Text,
     ToolCall,
     ToolResult,
+    same_args,
     user_message,
 )
 from codecoder.kernel.oneshot import Oneshot
@@ -732,7 +733,7 @@ class Recorder(Journal):
         except Exception as exc:
             self._pending.append(Checked(call.id, crashed=repr(exc)))
             raise
-        if args != call.args:
+        if not same_args(args, call.args):
             self._pending.append(Checked(call.id, args=args))
         return args
 

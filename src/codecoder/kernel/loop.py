@@ -50,6 +50,7 @@ from codecoder.kernel.messages import (
     Text,
     ToolCall,
     ToolResult,
+    same_args,
     tool_result,
     user_message,
 )
@@ -93,9 +94,10 @@ DRAFT_EVERY = 0.25
 """Seconds between drafts of a streaming reply (DraftSink), what a crash loses of it at
 most: 4 writes a second per streaming session, one clock read per burst of tokens."""
 DRAFT_RATE = 1 << 16
-"""Characters a second that drafts may write at most: each draft rewrites the whole reply,
-so past 16 Ki characters they come further apart (a reply of 1 M characters streamed for
-a minute wrote 120 MB to the store's log at 4 a second; bounded, at most ~4 MB)."""
+"""Bytes a second that drafts may write at most: each draft rewrites the whole reply
+(its text and the calls it finished), so past 16 KiB they come further apart (a reply of
+1 M characters streamed for a minute wrote 120 MB to the store's log at 4 a second;
+bounded, at most ~4 MB)."""
 _NEVER = float("inf")
 
 
@@ -543,7 +545,7 @@ class AgentLoop:
         if draft is None:
             return now + DRAFT_EVERY
         self._drafts.draft(draft)
-        size = sum(len(getattr(item, "text", "")) for item in draft.items)
+        size = len(msgspec.json.encode(draft.items))  # a finished call's arguments too
         return now + max(DRAFT_EVERY, size / DRAFT_RATE)
 
     def _fold(self, event: StreamEvent, builder: ReplyBuilder, calls: list[ToolCall]) -> None:
@@ -609,7 +611,7 @@ class AgentLoop:
                         "invalid_args", f"arguments are not a JSON object: {call.raw_args[:200]!r}"
                     )
                 args = self._journal.validate(tool, call)
-                if args != call.args:
+                if not same_args(args, call.args):
                     call = msgspec.structs.replace(call, args=args)
             finally:
                 self._emit(ToolStarted(id=call.id, name=call.name, args=call.args))

@@ -87,3 +87,10 @@ def user_message(text: str, id: int = 0) -> Message:
 
 def tool_result(call_id: str, text: str, status: ToolResultStatus = "success") -> ToolResult:
     return ToolResult(tool_call_id=call_id, content=(Text(text),), status=status)
+
+
+def same_args(checked: dict[str, Any], given: dict[str, Any]) -> bool:
+    """Whether a tool's check left a call's arguments as they were, value and type: in
+    Python `0 == False` and `1 == 1.0`, so an `==` took `"sandbox": 0` for unchanged and
+    the policy judged the 0 (not `False`: no escalation) that the tool then read as False."""
+    return checked is given or msgspec.json.encode(checked) == msgspec.json.encode(given)

@@ -423,8 +423,9 @@ class RulePolicy:
 
 
 def is_escalation(tool: Tool, call: ToolCall) -> bool:
-    """Whether the call asks to run a command outside the sandbox (`sandbox: false`)."""
-    return tool.name == COMMAND_TOOL and call.args.get("sandbox") is False
+    """Whether the call asks to run a command outside the sandbox (`sandbox: false`):
+    any `sandbox` but `true` counts, whatever a tool's check would make of it."""
+    return tool.name == COMMAND_TOOL and call.args.get("sandbox", True) is not True
 
 
 def _escalation_rules(rules: tuple[Rule, ...]) -> tuple[Rule, ...]:
