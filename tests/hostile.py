@@ -38,8 +38,9 @@ SHOWN = (
 )
 """How each payload reads once shown (BEL's `^G` is in the first two)."""
 
-OBEYED = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-"""What a terminal acts on rather than shows; tab and newline are the face's own."""
+OBEYED = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028-\u202e\u2066-\u2069]")
+"""What a terminal acts on rather than shows, and the line breaks it does not make
+(U+2028, U+2029) that other readers do; tab and newline are the face's own."""
 _OWN_COLOURS = re.compile(r"\x1b\[[0-9;]*m")
 
 

@@ -32,6 +32,7 @@ from codecoder.checkpoints.objects import FileState, ObjectStore, StoreError
 from codecoder.checkpoints.record import FileChange, decode_changes
 from codecoder.sessions import SessionError, SessionStore
 from codecoder.sessions.records import CheckpointRow
+from codecoder.terminal_text import visible
 
 MAX_DIFF_LINES = 2000
 """Lines of diff shown per file (the restore itself is whole)."""
@@ -401,16 +402,21 @@ def _restored(path: str, current: bytes | None, target: FileState | None) -> Res
 
 
 def _diff(path: str, current: bytes | None, content: bytes | None) -> str:
-    """A unified diff from the file now to what it becomes."""
+    """A unified diff from the file now to what it becomes. The model names the files: a
+    newline in a name would break the header line into a line of its own, so the header
+    names it on one line (`visible`, as git quotes such a name). Lines end at LF only,
+    as git's do: `splitlines` would also break at U+2028, FF or NEL and report each
+    piece as a line with no newline at the end."""
     old, new = _text(current), _text(content)
+    name = visible(path, one_line=True)
     if old is None or new is None:
-        return f"Binary file {path} differs\n"
+        return f"Binary file {name} differs\n"
     lines = list(
         difflib.unified_diff(
-            old.splitlines(keepends=True),
-            new.splitlines(keepends=True),
-            fromfile=f"a/{path}" if current is not None else "/dev/null",
-            tofile=f"b/{path}" if content is not None else "/dev/null",
+            _lines(old),
+            _lines(new),
+            fromfile=f"a/{name}" if current is not None else "/dev/null",
+            tofile=f"b/{name}" if content is not None else "/dev/null",
         )
     )
     if len(lines) > MAX_DIFF_LINES:
@@ -418,6 +424,12 @@ def _diff(path: str, current: bytes | None, content: bytes | None) -> str:
     return "".join(
         line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
     )
+
+
+def _lines(text: str) -> list[str]:
+    """`text` cut after each LF, the last line kept without one if it has none."""
+    *ended, last = text.split("\n")
+    return [line + "\n" for line in ended] + ([last] if last else [])
 
 
 def _text(data: bytes | None) -> str | None:

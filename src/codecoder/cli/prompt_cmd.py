@@ -4,6 +4,9 @@ skills and the approval mode contribute.
 
 The prompt goes to stdout; what was left out (malformed front matter, unreadable files)
 goes to stderr as `warning:` lines, so `codecoder prompt > file` captures only the prompt.
+Both are for reading and hold the repository's words (AGENTS.md, skills, file names), so
+both are shown through `visible`, to a terminal or a file alike: an escape sequence in
+AGENTS.md reads as `^[`, which is how a person finds it there.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from pathlib import Path
 
 from codecoder.approval import MODES
 from codecoder.exitcodes import EXIT_OK, EXIT_USAGE
+from codecoder.terminal_text import visible
 
 
 def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -40,9 +44,9 @@ def run_prompt(options: argparse.Namespace) -> int:
     try:
         text, warnings = preview_prompt(workspace.resolve(), options.approval)
     except WiringError as exc:
-        print(f"codecoder prompt: {exc}", file=sys.stderr)
+        print(f"codecoder prompt: {visible(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     for warning in warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    sys.stdout.write(text + "\n")
+        print(f"warning: {visible(warning, one_line=True)}", file=sys.stderr)
+    sys.stdout.write(visible(text) + "\n")
     return EXIT_OK

@@ -6,9 +6,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from codecoder.approval import MODES
 from codecoder.exitcodes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from codecoder.terminal_text import visible
+
+if TYPE_CHECKING:
+    from codecoder.app.replay import ReplayReport
 
 
 def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -69,17 +74,24 @@ def replay_cmd(args: argparse.Namespace) -> int:
         out.write(jsonl.encode(line))
         out.flush()
     else:
-        print(report.summary())
-        for line in report.event_differences[1:]:
-            print(f"  also: {line}")
-        if report.divergence is not None:
-            d = report.divergence
-            print(f"  recorded: {_excerpt(d.recorded)}\n  today:    {_excerpt(d.live)}")
-        if report.not_rerun:
-            print(f"  not run again: {', '.join(report.not_rerun)}")
+        _print(report)
     return EXIT_OK if report.identical else EXIT_FAILED
 
 
+def _print(report: ReplayReport) -> None:
+    """The report, a line each: its lines name tools and quote results the model and the
+    files chose, so each is shown on one line (`visible`)."""
+    lines = [report.summary(), *(f"  also: {line}" for line in report.event_differences[1:])]
+    if report.divergence is not None:
+        d = report.divergence
+        lines += [f"  recorded: {_excerpt(d.recorded)}", f"  today:    {_excerpt(d.live)}"]
+    if report.not_rerun:
+        lines.append(f"  not run again: {', '.join(report.not_rerun)}")
+    for line in lines:
+        print(visible(line, one_line=True))
+
+
 def _excerpt(text: str, limit: int = 200) -> str:
+    """The start of a result on one line, its runs of white space made one space."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"

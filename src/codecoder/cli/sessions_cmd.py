@@ -22,7 +22,7 @@ from codecoder.sessions.errors import SessionError, UnknownSession
 from codecoder.sessions.export import age, jsonl, markdown, transcript
 from codecoder.sessions.records import SessionInfo
 from codecoder.sessions.store import SessionStore
-from codecoder.terminal_text import visible
+from codecoder.terminal_text import json_escaped, visible
 from codecoder.wording import counted
 
 Action = Callable[[SessionStore, argparse.Namespace], int]
@@ -181,15 +181,22 @@ def _show(store: SessionStore, args: argparse.Namespace) -> int:
 
 
 def _export(store: SessionStore, args: argparse.Namespace) -> int:
+    """The session as data (JSONL, a script) or for reading (Markdown), on stdout either
+    way, which is a terminal as often as a file. The JSON is escaped as `exec --json`'s
+    is (`json_escaped`): every decoded value is exactly what was stored. The Markdown is
+    always `visible`, redirected or not: it is for reading, and a file is read later with
+    `cat` or `less` in a terminal, or in a viewer that reorders text at a bidi override
+    just the same; the exact text is the JSONL's. One rule whatever stdout is, so what a
+    person sees on the screen is what `> file.md` holds."""
     session_id = store.resolve(args.id)
     messages = store.load_messages(session_id)
     if args.as_script:
         return _export_script(store, session_id, messages)
     if args.format == "markdown":
-        sys.stdout.write(markdown(store.get(session_id), messages))
+        sys.stdout.write(visible(markdown(store.get(session_id), messages)))
         return 0
     sys.stdout.flush()
-    sys.stdout.buffer.writelines(jsonl(messages))
+    sys.stdout.buffer.writelines(map(json_escaped, jsonl(messages)))
     sys.stdout.buffer.flush()
     return 0
 
@@ -205,7 +212,9 @@ def _export_script(store: SessionStore, session_id: str, messages: list[Message]
         raise SessionError(f"session {session_id[:8]} has no record to make a script of")
     entries = [entry for row in rows for entry in decode_entries(row)]
     script = script_from_record(entries, {m.id: m for m in messages})
-    print(json.dumps(script, indent=1, ensure_ascii=False))
+    sys.stdout.flush()
+    sys.stdout.buffer.write(json_escaped(json.dumps(script, indent=1, ensure_ascii=False).encode()))
+    sys.stdout.buffer.write(b"\n")
     return 0
 
 

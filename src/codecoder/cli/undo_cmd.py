@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from codecoder.exitcodes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from codecoder.terminal_text import visible
 
 
 def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -60,7 +61,7 @@ def run_undo(options: argparse.Namespace) -> int:
                     store, workspace, session_id=session, turn=options.turn, direction=direction
                 )
             except UndoError as exc:
-                print(f"codecoder undo: {exc}", file=sys.stderr)
+                print(f"codecoder undo: {visible(str(exc))}", file=sys.stderr)
                 return EXIT_USAGE if options.turn is not None else EXIT_FAILED
             report = apply(
                 store,
@@ -71,7 +72,7 @@ def run_undo(options: argparse.Namespace) -> int:
                 with_history=options.with_history,
             )
     except (SessionError, OSError) as exc:
-        print(f"codecoder undo: {exc}", file=sys.stderr)
+        print(f"codecoder undo: {visible(str(exc))}", file=sys.stderr)
         return EXIT_FAILED
     if options.json:
         from codecoder.cli import jsonl
@@ -82,6 +83,9 @@ def run_undo(options: argparse.Namespace) -> int:
 
 
 def _print(report: object) -> int:
+    """The diff on stdout, what was done on stderr. The model wrote the files and named
+    them, so the diff goes through `visible` and each name is shown on one line (a
+    newline in a name would forge a line of the report)."""
     from codecoder.checkpoints.restore import UndoReport, refusal
 
     assert isinstance(report, UndoReport)
@@ -90,18 +94,22 @@ def _print(report: object) -> int:
         headline, hint = refusal((c.kind for c in report.conflicts), report.direction)
         print(f"codecoder undo: {headline}; nothing was restored ({what}):", file=sys.stderr)
         for conflict in report.conflicts:
-            print(f"  {conflict.path}: {conflict.why}", file=sys.stderr)
+            print(
+                "  " + visible(f"{conflict.path}: {conflict.why}", one_line=True), file=sys.stderr
+            )
         if hint is not None:
             print(f"  ({hint})", file=sys.stderr)
         return EXIT_FAILED
-    sys.stdout.write(report.diff)
+    sys.stdout.write(visible(report.diff))
     verb = {"undo": "undid", "redo": "redid"}[report.direction]
     if report.dry_run:
         verb = f"would {report.direction}"
-    counts = ", ".join(f"{f.path} ({f.action})" for f in report.files)
+    counts = ", ".join(f"{visible(f.path, one_line=True)} ({f.action})" for f in report.files)
     print(f"{verb} {what}: {counts or 'no file'}", file=sys.stderr)
     for lost in report.not_kept:
-        print(f"  not restored: {lost.path}: {lost.why}", file=sys.stderr)
+        print(
+            "  not restored: " + visible(f"{lost.path}: {lost.why}", one_line=True), file=sys.stderr
+        )
     if report.fork is not None:
         print(
             f"the conversation goes on in session {report.fork[:8]}, which ends before that "

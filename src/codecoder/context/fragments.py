@@ -24,6 +24,7 @@ from codecoder import paths
 from codecoder.context.files import KIB, capped_text, display_path, git_dir, read_capped
 from codecoder.context.skills import Skill, SkillCatalogue
 from codecoder.hostgit import changed_files
+from codecoder.terminal_text import visible
 
 FILE_CAP = 32 * KIB
 AGENTS_TOTAL_CAP = 64 * KIB
@@ -185,14 +186,14 @@ def _changes(root: Path) -> str:
     return f"uncommitted changes in {count} file{'s' if count != 1 else ''}: {named}{more}"
 
 
-_UNSHOWN = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
-
-
 def _shown_name(path: str) -> str:
     """A path as one line of the prompt: whoever named the file chose its characters,
-    so control characters (a newline would start a line of its own) and bytes that are
-    not UTF-8 show as `?`, and a long name is cut."""
-    shown = _UNSHOWN.sub("?", path)
+    so it is shown as a one-line field of a terminal is (`visible`): a newline, and
+    every other line break a reader knows (U+2028, U+2029, NEL, VT, FF, FS to RS),
+    would start a line of its own, a fake section of the prompt; a bidi override
+    reorders what the model is shown; C1 and other controls show as text, bytes that
+    are not UTF-8 as U+FFFD. A long name is cut."""
+    shown = visible(path, one_line=True)
     return shown if len(shown) <= CHANGED_NAME_CAP else shown[: CHANGED_NAME_CAP - 1] + "…"
 
 
