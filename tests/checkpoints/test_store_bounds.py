@@ -98,8 +98,13 @@ def test_a_file_over_max_file_mb_is_never_kept_and_its_checkpoint_says_so(
     assert (workspace / "big.bin").read_bytes() == big  # left as it is
     assert undo(workspace, "--redo").returncode == 0
     # a later change of the held-back file, and a file tool on it, say so too
-    turn(workspace, call("run_command", command=random_file("big.bin", 3 * MB)))
-    turn(workspace, call("write_file", path="big.bin", content="small now\n"))
+    grow = f"python3 -c \"open('big.bin', 'w').write('line\\n' * {3 * MB // 5})\""
+    turn(workspace, call("run_command", command=grow))  # text: read_file shows it
+    read_then_write = (
+        call("read_file", path="big.bin"),
+        call("write_file", path="big.bin", content="small now\n"),
+    )
+    turn(workspace, *read_then_write)  # write_file replaces only a file the session read
     before = tree(workspace)
     for _ in range(2):
         done = undo(workspace)
