@@ -103,8 +103,13 @@ def logging_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def logged(log: Path) -> list[str]:
-    """The subcommands `logging_git` noted so far."""
-    return log.read_text().split() if log.exists() else []
+    """The subcommands `logging_git` noted so far; the two listings a snapshot runs side
+    by side (objects.py `stage`), in whichever order they started, as one order."""
+    names = log.read_text().split() if log.exists() else []
+    for at in range(len(names) - 1):
+        if names[at : at + 2] == ["ls-files", "diff-files"]:
+            names[at : at + 2] = ["diff-files", "ls-files"]
+    return names
 
 
 def context(workspace: Path, token: CancelToken | None = None) -> ToolContext:

@@ -1,7 +1,7 @@
 """A cancel never waits for a checkpoint: the snapshot before a command is killed with its
-turn (git add on a large tree takes seconds), and so is the wait for the snapshot after
+turn (staging a large tree takes seconds), and so is the wait for the snapshot after
 the previous command. Git is made slow here by a `git` of our own first on PATH that
-sleeps on `add` and then runs the real one."""
+sleeps on one subcommand and then runs the real one."""
 
 from __future__ import annotations
 
@@ -24,9 +24,13 @@ BOUND = 1.0  # seconds; the git it cancels would sleep 60
 
 @pytest.fixture
 def slow_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A `git` whose `add` sleeps (its pid in a file, to check it died) when SLOW is there."""
+    """A `git` that sleeps (its pid in a file, to check it died) on the subcommand the
+    file returned names, while it is there."""
     flag = tmp_path / "slow"
-    sleep = f'if [ "$1" = add ] && [ -e {flag} ]; then echo $$ > {tmp_path}/git.pid; sleep 60; fi\n'
+    sleep = (
+        f'if [ -e {flag} ] && [ "$1" = "$(cat {flag})" ]; then echo $$ > {tmp_path}/git.pid; '
+        "sleep 60; fi\n"
+    )
     git_on_path(tmp_path / "bin", monkeypatch, sleep)
     return flag
 
@@ -47,9 +51,14 @@ def gone(tmp_path: Path) -> bool:
     return not Path(f"/proc/{pid}").exists()
 
 
-def test_a_cancel_kills_the_snapshot_before_a_command(tmp_path: Path, slow_git: Path) -> None:
+@pytest.mark.parametrize("slow", ["diff-files", "ls-files", "update-index"])
+def test_a_cancel_kills_the_snapshot_before_a_command(
+    tmp_path: Path, slow_git: Path, slow: str
+) -> None:
+    """Whichever of its git processes a large tree makes slow: one of the two listings
+    that run side by side, or the staging of a.txt."""
     kept, workspace = checkpoints(tmp_path)
-    slow_git.touch()
+    slow_git.write_text(slow)
     token = CancelToken()
     ran: list[bool] = []
 
@@ -65,7 +74,7 @@ def test_a_cancel_kills_the_snapshot_before_a_command(tmp_path: Path, slow_git: 
     assert not ran  # the command never started
     assert gone(tmp_path)
     assert not (tmp_path / "store" / "index.lock").exists()
-    slow_git.unlink()  # the store still works after a killed git add
+    slow_git.unlink()  # the store still works after a killed git
     result = kept.around_command(command, context(workspace, CancelToken()))
     assert result.text == "ran"
     kept.close()
@@ -77,7 +86,7 @@ def test_a_cancel_ends_the_wait_for_the_last_commands_snapshot(
     kept, workspace = checkpoints(tmp_path)
 
     def slow_after() -> ToolResult:  # the snapshot before was quick; the one after sleeps
-        slow_git.touch()
+        slow_git.write_text("diff-files")  # nothing changed: only the listing runs
         return tool_result("c1", "two")
 
     second = kept.around_command(slow_after, context(workspace, CancelToken()))

@@ -1,7 +1,7 @@
-"""The snapshots around a command: only one git process is on the turn's path before the
-command (the index is copied, its tree written while the command runs, off the path), the
-"before" is the work tree as it was before the command even so, and no copy of the index
-outlives its use or a killed session."""
+"""The snapshots around a command: only the staging of the work tree is on the turn's path
+before the command (the index is copied, its tree written while the command runs, off the
+path), the "before" is the work tree as it was before the command even so, and no copy of
+the index outlives its use or a killed session."""
 
 from __future__ import annotations
 
@@ -25,7 +25,11 @@ def git_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return logging_git(tmp_path, monkeypatch)
 
 
-def test_one_git_process_before_the_command_and_the_before_is_before_it(
+STAGE = ["diff-files", "ls-files", "update-index"]
+"""A snapshot of a tree that changed: one walk (the two listings), then what changed staged."""
+
+
+def test_only_staging_is_before_the_command_and_the_before_is_before_it(
     tmp_path: Path, git_log: Path
 ) -> None:
     workspace = tmp_path / "ws"
@@ -53,10 +57,11 @@ def test_one_git_process_before_the_command_and_the_before_is_before_it(
 
     ctx = context(workspace)
     assert kept.around_command(command, ctx).text == "ran"
-    assert before_command in (["add"], ["add", "write-tree"])
-    assert during_command == ["add", "write-tree"]
+    assert before_command in (STAGE, [*STAGE, "write-tree"])
+    assert during_command == [*STAGE, "write-tree"]
     kept.close()
-    assert logged(git_log) == ["add", "write-tree", "add", "diff-index"]
+    after = ["diff-files", "ls-files", "update-index", "update-index", "diff-index"]
+    assert logged(git_log) == [*STAGE, "write-tree", *after]  # gone.txt: --force-remove
     changes = {c.path: c for c in decode_changes(saved[-1] or b"")}
     assert sorted(changes) == ["a.txt", "b.txt", "gone.txt"]
     a, b, removed = changes["a.txt"], changes["b.txt"], changes["gone.txt"]
@@ -151,7 +156,7 @@ def test_changes_since_a_kept_index_equal_changes_since_its_tree(tmp_path: Path)
     copy = objects.index_now()
     (workspace / "x").write_text("2\n")
     (workspace / "y").write_text("new\n")
-    objects.git("add", "--all", "--", ".")  # our index moves on (the next snapshot)
+    objects.stage()  # our index moves on (the next snapshot)
     later = objects.tree_of(copy)
     assert not copy.exists()
     (workspace / "x").write_text("1\n")

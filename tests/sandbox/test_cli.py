@@ -147,7 +147,7 @@ def test_full_auto_checkpoints_the_lines_that_write_and_undo_restores_them(
     assert [line["status"] for line in finished(lines)] == ["success"] * 3
     assert (ws / "made.txt").read_text() == "made\n"
     ours = logged(log)  # the confined commands' git is not ours: not logged
-    assert ours.count("add") == 2 and ours.count("diff-index") == 1, ours
+    assert ours.count("diff-files") == 2 and ours.count("diff-index") == 1, ours
     assert undo(ws).returncode == 0
     assert not (ws / "made.txt").exists()
     assert (ws / "README.md").read_text() == "hello\n"

@@ -142,7 +142,8 @@ def test_checkpoints_are_taken_around_a_line_that_may_write_and_no_other(
         assert call(session, workspace, "echo made > made.txt").status == "success"
         kept.settle()
         snapshots = [name for name in logged(git_log) if name != "-C"]  # -C: core.hooksPath
-        assert snapshots == ["add", "write-tree", "add", "diff-index"]
+        stage = ["diff-files", "ls-files", "update-index"]
+        assert snapshots == [*stage, "write-tree", *stage, "diff-index"]
         assert saved and b"made.txt" in (saved[-1] or b"")
         git_log.unlink()
         read_only = through("read-only")
@@ -152,7 +153,7 @@ def test_checkpoints_are_taken_around_a_line_that_may_write_and_no_other(
         unconfined = through(None)
         assert call(unconfined, workspace, "cat README.md").status == "success"
         kept.settle()
-        assert logged(git_log)[:1] == ["add"]  # unconfined, only the parser says it reads
+        assert logged(git_log)[:1] == ["diff-files"]  # unconfined: the parser says it reads
     finally:
         kept.close()
         for confined in made:

@@ -5,7 +5,7 @@ git directory with its own index (`GIT_DIR`, `GIT_INDEX_FILE`, `GIT_WORK_TREE` s
 every call), so snapshots never touch the user's `.git` or index, work outside any
 repository, and survive the user's `git gc`. We never commit; objects are added here
 and removed only by prune.py (what no checkpoint refers to), and a file over `max_file`
-is never added (`hold_back_large`).
+is never added (`stage`).
 
 A repository is untrusted input, so git runs here as it runs nowhere else:
 
@@ -19,13 +19,16 @@ A repository is untrusted input, so git runs here as it runs nowhere else:
   and `crlf` for every path, so a blob is the file's bytes, and no filter driver runs;
 - the work tree's `.gitignore` files and `.git/info/exclude` decide what is ignored (the
   issue's "ignored files excluded"); a `.git` folder is never added (git skips the name),
-  and a nested repository is kept as a pointer (a gitlink), never restored.
+  and a nested repository is kept as a pointer (a gitlink), never restored; no git
+  process of ours runs in it (`stage`: `git add -A` ran `git status` there, under its
+  config).
 
 Blobs of single files are written and read here in Python (git's loose object format), so
-a file tool's checkpoint costs no git process at all; a snapshot is `git add -A` and a
-copy of the index (`index_now`: the index's stat cache makes an unchanged tree cost a
-walk, not a read of every file) and, when convenient, `git write-tree` of the copy
-(`tree_of`); `changes_since` runs `git add -A` again and one `git diff-index`.
+a file tool's checkpoint costs no git process at all; a snapshot is `stage` (one walk
+that lists what changed, `git update-index` of that) and a copy of the index
+(`index_now`: the index's stat cache makes an unchanged tree cost a walk, not a read of
+every file) and, when convenient, `git write-tree` of the copy (`tree_of`);
+`changes_since` stages again and runs one `git diff-index`.
 """
 
 from __future__ import annotations
@@ -60,6 +63,16 @@ _decode_held = msgspec.json.Decoder(dict[str, tuple[int, int]]).decode
 GIT_TIMEOUT = 120.0
 LOCK_POLL = 0.02
 """Seconds between looks at the cancel while another session holds the store's lock."""
+TRIM_THRESHOLD = 64 * MB
+"""glibc's malloc, for our git: `update-index` frees zlib's buffers of each object it
+writes at the top of its heap, which glibc then gave back to the system and took again
+for the next, a page fault per page each time: staging 50,000 new files took 3.5 s
+instead of `git add`'s 1.4 (tmpfs; nearly all of it system time). A fixed threshold
+ends that (1.3 s); other C libraries ignore the variable."""
+UPDATE = ("update-index", "--add", "--remove", "--replace", "-z", "--stdin")
+"""Stages exactly the paths given: new or changed ones read, gone ones taken out, a file
+that became a folder (or the reverse) replaced; a path gone since it was listed is no
+error."""
 
 
 _copies = itertools.count()
@@ -213,13 +226,12 @@ class ObjectStore:
 
     def index_now(self, cancel: CancelToken | None = None) -> Path:
         """The work tree now (untracked files in, ignored ones out), as a copy of our
-        index whose tree `tree_of` writes later: one git process on the caller's path
-        instead of two (`run_command`'s snapshot before it is on the turn's path; the tree
-        is written while the command runs, off it). The caller holds `locked`. A cancel
-        kills git at once, a large tree takes seconds (raises Cancelled)."""
+        index whose tree `tree_of` writes later: only the staging is on the caller's path
+        (`run_command`'s snapshot before it is on the turn's path; the tree is written
+        while the command runs, off it). The caller holds `locked`. A cancel kills git at
+        once, a large tree takes seconds (raises Cancelled)."""
         with self._cleaning():
-            self.hold_back_large()  # what they did is not a command's: nothing to say
-            self.git("add", "--all", "--", ".", cancel=cancel)
+            self.stage(cancel)  # what they did is not a command's: nothing to say
             copy = self.dir / f"index.before-{os.getpid()}-{next(_copies)}"
             _copy_new(self.dir / "index", copy)
         return copy
@@ -245,8 +257,7 @@ class ObjectStore:
         (the after is None: not kept). One walk, and one diff of the index against
         `before` (no second tree is written)."""
         with self._cleaning():
-            large = set(self.hold_back_large())
-            self.git("add", "--all", "--", ".")
+            large = set(self.stage())
         raw = self.git("diff-index", "--cached", "-z", "--raw", "--no-renames", before).stdout
         found: list[Change] = []
         lost: dict[str, Change] = {path: (path, None, None) for path in large}
@@ -261,40 +272,118 @@ class ObjectStore:
                 found.append((path, was, _state(new_mode, new_sha)))
         return found, sorted(lost.values())
 
-    def hold_back_large(self) -> list[str]:
-        """Keep files over `max_file` out of the snapshots: each is listed in our
-        `info/exclude` (and taken out of our index), so `git add` never reads or stores
-        it. Returns the paths that came over the limit, or changed, grew back under it or
-        went while held back: what the snapshot cannot say. Costs one `git ls-files` of
-        what changed, about as much again as the `git add` (bench_undo, 10,000 files: the
-        snapshot before a command went from 22 to 39 ms of CPU), and a stat of each file
-        held back. The caller holds `locked`."""
-        if self.max_file is None:
-            return []
-        held = self._held()
+    def stage(self, cancel: CancelToken | None = None) -> list[str]:
+        """Bring our index to the work tree (untracked files in, ignored ones out, files
+        over `max_file` out) in one walk of it. It was `git add --all`, a walk, after a
+        `git ls-files` of what changed that found the files over `max_file`, a second
+        one (bench_undo, 10,000 files: the snapshot before a command went from 22 to 39
+        ms of CPU; with one walk, 23). The listing is now the only walk, split as `git
+        add` splits it and run side by side: `diff-files` stats what our index holds,
+        `ls-files --others` reads the folders for new files. The files over `max_file`
+        are taken out of it here, by a stat of each listed path, and `update-index`
+        stages exactly the rest, which walks nothing (and when nothing changed, no
+        process runs for it).
+
+        `diff-files`, not `ls-files --modified`: it also lists a file whose stat changed
+        but not its bytes (a touch, a checkout there and back), so `update-index` takes
+        its new stat; `ls-files` compared its bytes again at every later snapshot (10,000
+        touched files: ~50 ms of CPU a snapshot, for good). `--ignore-submodules=dirty`:
+        `git add --all` ran `git status` inside each nested repository, a git of ours
+        under that repository's own config (its clean filter ran); only its commit is
+        kept anyway, and that is still compared.
+
+        Returns the paths over `max_file` that came over the limit, or changed, grew back
+        under it or went while held back: what the snapshot cannot say. The caller holds
+        `locked`."""
+        held = self._held() if self.max_file is not None else {}
+        moved = self._review_held(held)
+        if moved:  # before the listing, so that what came back under the limit is in it
+            self._save_held(held)
+        tracked, untracked = self._side_by_side(
+            ("diff-files", "-z", "--raw", "--ignore-submodules=dirty"),
+            ("ls-files", "-z", "--others", "--exclude-standard"),
+            cancel=cancel,
+        )
+        changed, gone = _changed(tracked)
+        others = untracked.split(b"\0")[:-1]
+        repos = [name[:-1] for name in others if name.endswith(b"/")]
+        if repos:
+            others = [name for name in others if not name.endswith(b"/")]
+        new: list[str] = []
+        if self.max_file is not None:
+            skip = {os.fsencode(path) for path in held}  # held with a newline: not excluded
+            changed, grown = self._over_limit(changed, skip, held, new)
+            others, _ = self._over_limit(others, skip, held, new)
+            gone += grown  # out of our index, or its old bytes would stay in every snapshot
+        if gone:
+            names = b"".join(name + b"\0" for name in gone)
+            self.git("update-index", "-z", "--force-remove", "--stdin", input=names, cancel=cancel)
+        listed = list(dict.fromkeys([*changed, *others]))
+        if listed or not (self.dir / "index").exists():  # an empty work tree: an empty index
+            names = b"".join(name + b"\0" for name in listed)
+            self.git(*UPDATE, input=names, cancel=cancel)
+        if repos:
+            self._stage_repositories(repos, cancel)
+        if new:
+            self._save_held(held)
+        return [*moved, *new]
+
+    def _review_held(self, held: dict[str, tuple[int, int]]) -> list[str]:
+        """The files held back that changed, went or came back under the limit (taken
+        out of `held`, changed in place: from now on they are listed and kept again)."""
         moved: list[str] = []
         for path, seen in list(held.items()):
             now = _size_and_time(self.workspace / path)
-            if now is None or now[0] <= self.max_file:
+            if now is None or now[0] <= (self.max_file or 0):
                 del held[path]  # gone, or kept again from now on
             if now != seen:
                 moved.append(path)
                 if path in held and now is not None:
                     held[path] = now
-        listed = self.git("ls-files", "-z", "--modified", "--others", "--exclude-standard")
-        new: list[str] = []
-        for raw in listed.stdout.split(b"\0"):
-            path = os.fsdecode(raw)
-            now = _size_and_time(self.workspace / path) if raw and "\n" not in path else None
-            if now is not None and now[0] > self.max_file and path not in held:
-                held[path] = now
+        return moved
+
+    def _over_limit(
+        self,
+        names: list[bytes],
+        skip: set[bytes],
+        held: dict[str, tuple[int, int]],
+        new: list[str],
+    ) -> tuple[list[bytes], list[bytes]]:
+        """`names` without the files held back (`skip`) and those over the limit, which
+        are added to `held` and `new`; returns (the rest, the ones over the limit). Only
+        the listed paths are stat'ed, with bytes paths: no decoding of each name."""
+        limit = self.max_file or 0
+        root = os.fsencode(self.workspace) + b"/"
+        rest: list[bytes] = []
+        over: list[bytes] = []
+        for name in names:
+            if name in skip:
+                continue
+            try:
+                info = os.lstat(root + name)
+            except OSError:  # gone (update-index --remove takes it out) or unreadable
+                rest.append(name)
+                continue
+            if info.st_size > limit and stat.S_ISREG(info.st_mode):
+                path = os.fsdecode(name)
+                held[path] = (info.st_size, info.st_mtime_ns)
                 new.append(path)
-        if new:
-            names = b"".join(os.fsencode(path) + b"\0" for path in new)
-            self.git("update-index", "-z", "--force-remove", "--stdin", input=names)
-        if new or moved:
-            self._save_held(held)
-        return [*moved, *new]
+                over.append(name)
+            else:
+                rest.append(name)
+        return rest, over
+
+    def _stage_repositories(self, repos: list[bytes], cancel: CancelToken | None) -> None:
+        """A nested repository new to our index is kept as its commit (a gitlink), as
+        `git add` kept it. One with no commit yet is left out: `git add` failed the whole
+        snapshot for it ("does not have a commit checked out"), and `update-index` dies
+        of it too, dropping the others of its call, so after a failure each is tried
+        alone (rare: once kept, a repository is no longer listed as new)."""
+        names = b"".join(name + b"\0" for name in repos)
+        if self.git(*UPDATE, input=names, cancel=cancel, check=False).returncode == 0:
+            return
+        for name in repos:
+            self.git(*UPDATE, input=name + b"\0", cancel=cancel, check=False)
 
     def _held(self) -> dict[str, tuple[int, int]]:
         try:
@@ -397,8 +486,33 @@ class ObjectStore:
         input: bytes | None = None,
     ) -> subprocess.CompletedProcess[bytes]:
         """Run git on our store (on `index` instead of our index); `cancel` kills it (then
-        Cancelled is raised; what a killed `git add` leaves, its index lock too, is
-        removed by `_cleaning`)."""
+        Cancelled is raised; what a killed `git update-index` leaves, its index lock too,
+        is removed by `_cleaning`)."""
+        proc = self._start(args, cancel, index=index, stdin=input is not None)
+        return self._wait(proc, args, input, check=check, cancel=cancel)
+
+    def _side_by_side(self, *commands: tuple[str, ...], cancel: CancelToken | None) -> list[bytes]:
+        """The output of git commands run at once: the two listings of `stage` each walk
+        their half of the work tree, so the turn waits for the longer one, not for both
+        (bench_undo, 10,000 files: ~5 ms less wall time before a command, the same CPU).
+        A failure or a cancel of one kills the others."""
+        started: list[subprocess.Popen[bytes]] = []
+        try:
+            for args in commands:
+                started.append(self._start(args, cancel, index=None, stdin=False))
+            return [
+                self._wait(proc, args, None, check=True, cancel=cancel).stdout
+                for proc, args in zip(started, commands, strict=True)
+            ]
+        finally:
+            for proc in started:
+                if proc.returncode is None:
+                    proc.kill()
+                    proc.communicate()
+
+    def _start(
+        self, args: tuple[str, ...], cancel: CancelToken | None, *, index: Path | None, stdin: bool
+    ) -> subprocess.Popen[bytes]:
         self.ensure()
         env = self.environment()
         if index is not None:
@@ -407,17 +521,27 @@ class ObjectStore:
         if git is None:
             raise StoreError("git is not installed: commands' changes cannot be kept")
         try:
-            proc = subprocess.Popen(
+            return subprocess.Popen(
                 [git, *args],
                 cwd=self.workspace,
                 env=env,
-                stdin=subprocess.DEVNULL if input is None else subprocess.PIPE,
+                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=cancel is not None,  # what it starts dies with it
             )
         except FileNotFoundError as exc:
             raise StoreError("git is not installed: commands' changes cannot be kept") from exc
+
+    def _wait(
+        self,
+        proc: subprocess.Popen[bytes],
+        args: tuple[str, ...],
+        input: bytes | None,
+        *,
+        check: bool,
+        cancel: CancelToken | None,
+    ) -> subprocess.CompletedProcess[bytes]:
         forget = cancel.on_cancel(lambda: _kill_group(proc)) if cancel is not None else None
         try:
             stdout, stderr = proc.communicate(input, timeout=GIT_TIMEOUT)
@@ -448,6 +572,7 @@ class ObjectStore:
             "GIT_WORK_TREE": str(self.workspace),
             "GIT_INDEX_FILE": str(self.dir / "index"),
             **hostgit.ISOLATED,
+            "MALLOC_TRIM_THRESHOLD_": str(TRIM_THRESHOLD),
         }
         add_git_safety(env, git_ceiling(self.workspace))
         settings = [
@@ -523,7 +648,9 @@ class ObjectStore:
                 continue
             if rel.parts:
                 lines.append("/" + _glob_escape(rel.as_posix()) + "/\n")
-        lines += ("/" + _glob_escape(path) + "\n" for path in sorted(self._held()))
+        # the files held back; a name with a newline cannot be a pattern (`stage` skips it)
+        held = (path for path in sorted(self._held()) if "\n" not in path)
+        lines += ("/" + _glob_escape(path) + "\n" for path in held)
         return "".join(lines)
 
 
@@ -562,6 +689,19 @@ def _blob_id(data: bytes) -> str:
     import hashlib
 
     return hashlib.sha1(f"blob {len(data)}\0".encode() + data, usedforsecurity=False).hexdigest()
+
+
+def _changed(raw: bytes) -> tuple[list[bytes], list[bytes]]:
+    """The paths `git diff-files -z --raw` lists, changed (in stat only, too) and, apart,
+    deleted: those are taken out with `--force-remove`, since `update-index --remove`
+    dies of a path beyond a symlink (a folder the command replaced by a link), which git
+    lists as deleted."""
+    fields = raw.split(b"\0")
+    changed: list[bytes] = []
+    gone: list[bytes] = []
+    for index in range(0, len(fields) - 1, 2):
+        (gone if fields[index].endswith(b"D") else changed).append(fields[index + 1])
+    return changed, gone
 
 
 def _state(mode: str, sha: str) -> FileState | None:

@@ -6,17 +6,18 @@ that change files:
 
 - `write_file`, `edit_file`: the file is read before the call and after it; if it
   changed, both contents are kept as blobs (no git process).
-- `run_command`: the work tree is snapshotted before the command (`git add -A` into our
-  own index, and a copy of it) and after it (`git add -A`, `diff-index` against the
-  copy's tree), and what differs is kept. Only the first git process is on the turn's
-  path; the rest is done on a thread of its own: the copy's `write-tree` while the
-  command runs, the snapshot after it while the turn goes on (the model reads the result
-  meanwhile), and the next call that may change a file waits for it. Only the snapshots
-  hold the object store's lock: commands run in parallel (sub-agents) and each records
-  what changed between its two snapshots; a path already in the turn's checkpoint keeps
-  its first "before". A command the sandbox confines read-only (a read-only session, or
-  a line that only reads in a workspace-write one) takes none: it cannot change the
-  work tree (run_command decides it with the confinement, tools/shell.py).
+- `run_command`: the work tree is snapshotted before the command (staged into our own
+  index in one walk, objects.py `stage`, and a copy of the index) and after it (staged
+  again, `diff-index` against the copy's tree), and what differs is kept. Only the first
+  staging is on the turn's path; the rest is done on a thread of its own: the copy's
+  `write-tree` while the command runs, the snapshot after it while the turn goes on (the
+  model reads the result meanwhile), and the next call that may change a file waits for
+  it. Only the snapshots hold the object store's lock: commands run in parallel
+  (sub-agents) and each records what changed between its two snapshots; a path already
+  in the turn's checkpoint keeps its first "before". A command the sandbox confines
+  read-only (a read-only session, or a line that only reads in a workspace-write one)
+  takes none: it cannot change the work tree (run_command decides it with the
+  confinement, tools/shell.py).
 
 A file changed and changed back within a turn drops out; a turn with nothing left keeps
 no row. A failure to keep a checkpoint never fails the call: the model's work goes on,
@@ -165,10 +166,10 @@ class Checkpoints:
         self, run: Callable[[], ToolResult], ctx: ToolContext, *, command: str = ""
     ) -> ToolResult:
         """Run a command, keeping what it changed in the work tree. The snapshot before
-        it is taken first (one git process); the rest on a thread of its own: the tree of
-        that snapshot while the command runs, the snapshot after it and the diff once it
-        is done, so the turn does not wait for them: the next call that may change a file,
-        an undo and the session's end wait for them instead."""
+        it is taken first (one walk of the work tree); the rest on a thread of its own:
+        the tree of that snapshot while the command runs, the snapshot after it and the
+        diff once it is done, so the turn does not wait for them: the next call that may
+        change a file, an undo and the session's end wait for them instead."""
         self.settle(ctx)
         use: int | None = None
         try:
