@@ -145,10 +145,14 @@ def test_deny_this_session_for_an_escalation_refuses_only_the_escalation(tmp_pat
     assert policy.decide(*escalate("make lint")).verdict == "deny"
 
 
-def test_only_false_is_an_escalation(tmp_path: Path) -> None:
-    for value, expected in ((False, True), (True, False), (None, False), (0, False)):
+def test_anything_but_true_is_an_escalation(tmp_path: Path) -> None:
+    """The policy judges checked arguments (a `sandbox` of 0 is False by then), but a
+    value that reached it unchecked must not slip past: any `sandbox` but true asks."""
+    for value, expected in ((False, True), (True, False), (None, True), (0, True), ("", True)):
         tool, request = run("ls", sandbox=value)
         assert is_escalation(tool, request) is expected
+    tool, request = run("ls")
+    assert is_escalation(tool, request) is False
 
 
 def test_a_bad_unsandboxed_rule_is_a_config_error(tmp_path: Path) -> None:
