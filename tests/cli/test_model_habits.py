@@ -145,3 +145,16 @@ def test_no_spelling_of_sandbox_false_runs_a_command_unconfined_unasked(
     assert not outside.exists(), said(finished)
     if value is not None:  # None counts as not given: confined, so the write fails
         assert finished["status"] == "error", said(finished)
+
+
+def test_sandbox_false_without_a_sandbox_is_an_ordinary_command(tmp_path: Path) -> None:
+    """With `--sandbox off` the schema offers no `sandbox`; a model that sends it anyway
+    (it knows the field from another session) runs its command as any other. Before,
+    the check took it and the policy saw an escalation: a plain `ls` was refused in
+    auto-edit, "only the user can allow that", with nobody to ask."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "here.txt").write_text("x")
+    replies = [call("run_command", command="ls", sandbox=False), ["done"]]
+    (listed,) = exec_script(workspace, replies, "--sandbox", "off", "--approval", "auto-edit")
+    assert said(listed) == "here.txt\n[exit code 0]"

@@ -16,7 +16,10 @@ from codecoder.cli.tui.markdown import render
 from codecoder.cli.tui.quick import quick_tokens
 from codecoder.cli.tui.stream import Block, Code, MarkdownStream
 from codecoder.cli.tui.text import fragments
+from codecoder.kernel.cancel import CancelToken
+from codecoder.kernel.ports import ToolContext
 from codecoder.terminal_text import visible
+from codecoder.tools.files import EditFile
 
 COLOURS = re.compile(r"\x1b\[[0-9;]*(?:3[0-7]|9[0-7])[;m]")
 
@@ -168,6 +171,31 @@ def test_an_edit_asking_approval_shows_its_diff(tmp_path: Path) -> None:
     assert ("remove", "-two") in diff.lines and ("add", "+TWO") in diff.lines
     write = diffs.proposed("write_file", {"path": "new.txt", "content": "x\n"}, tmp_path)
     assert write is not None and write.created and write.added == 1
+
+
+def test_the_diff_asked_about_for_a_near_miss_is_what_the_edit_writes(tmp_path: Path) -> None:
+    """An old_text off in indentation is resolved when the call is checked: the approval
+    shows the file's lines at their place and the shifted new_text, which is what is
+    written. Before, it showed the model's text as given under a made-up `@@ -1,2`."""
+    path = tmp_path / "m.py"
+    path.write_text("".join(f"x{n} = {n}\n" for n in range(1, 21)) + "if x:\n    y = 1\n")
+    edit = EditFile(workspace=tmp_path)
+    args = edit.validate({"path": "m.py", "old_text": "if x:\ny = 1", "new_text": "if x:\ny = 2"})
+    diff = diffs.proposed("edit_file", args, tmp_path)
+    before = path.read_text()
+    ctx = ToolContext(call_id="c1", cancel=CancelToken(), workspace=tmp_path, emit=print)
+    assert edit.run(args, ctx).status == "success"
+    assert diff is not None and diff == diffs.unified(before, path.read_text(), "m.py")
+    assert diff.lines[0] == ("hunk", "@@ -19,4 +19,4 @@")
+    assert ("remove", "-    y = 1") in diff.lines and ("add", "+    y = 2") in diff.lines
+
+
+def test_diff_lines_are_numbered_as_read_file_numbers_them() -> None:
+    """A U+2028 or a page break inside a line does not end it (str.splitlines said it
+    did, and every hunk after one was numbered a line late)."""
+    before = "a = '\u2028'\n\x0c\n" + "".join(f"x{n}\n" for n in range(3, 11))
+    diff = diffs.unified(before, before.replace("x10", "X10"), "m.py")
+    assert diff.lines[0] == ("hunk", "@@ -7,4 +7,4 @@")
 
 
 def test_the_diff_after_an_edit_is_rebuilt_when_the_file_changed_before_we_looked(

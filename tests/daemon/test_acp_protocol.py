@@ -210,6 +210,29 @@ def test_edits_carry_their_diff(workspace: Path, tmp_path: Path) -> None:
         }
 
 
+def test_a_near_miss_edit_asks_with_the_text_it_writes(workspace: Path, tmp_path: Path) -> None:
+    """An old_text copied without its indentation: the permission request's diff holds
+    the file's own lines and new_text shifted as it is written, so a client can place
+    it. Before, it held the model's text, found nowhere in the file."""
+    (workspace / "m.py").write_text("def f():\n    if x:\n        return 1\n")
+    script = write_script(
+        tmp_path / "s.json",
+        [call("edit_file", path="m.py", old_text="if x:\n    return 1", new_text="return 2")],
+        ["Edited."],
+    )
+    answer = choose("allow_once")
+    with running(script, cwd=workspace) as agent:
+        agent.initialize()
+        session = agent.new_session(workspace)
+        assert agent.prompt(session, "edit it", answer=answer) == "end_turn"
+    (edit,) = asked_of(answer)
+    old, new = "    if x:\n        return 1\n", "    return 2\n"
+    assert edit["toolCall"]["content"] == [
+        {"type": "diff", "path": str(workspace / "m.py"), "oldText": old, "newText": new}
+    ]
+    assert (workspace / "m.py").read_text() == f"def f():\n{new}"
+
+
 def test_todo_write_is_a_plan(workspace: Path, tmp_path: Path) -> None:
     items = [
         {"content": "Read the code", "status": "done"},

@@ -243,3 +243,95 @@ def test_validate_gives_only_what_the_model_sent_under_our_names() -> None:
     }
     # a model that sends every name it knows, the unused ones as null
     assert ReadFile().validate({"path": None, "file_path": "a", "filePath": None}) == {"path": "a"}
+
+
+@pytest.mark.parametrize(
+    "case",
+    [  # a Markdown hard line break on a context line; then the same, dedented
+        (
+            "first line  \nsecond line\n",
+            "first line\nsecond line",
+            "first line\nsecond line changed",
+            "first line  \nsecond line changed\n",
+        ),
+        ("    a  \n    b\n", "a\nb", "a\nc", "    a  \n    c\n"),
+    ],
+)
+def test_a_near_miss_keeps_the_files_whitespace_on_the_lines_it_does_not_change(
+    workspace: Path, ctx: ToolContext, case: tuple[str, str, str, str]
+) -> None:
+    """Before, new_text was written as given: an unchanged context line lost the
+    trailing whitespace the file had, while the result said it had been kept."""
+    content, old, new, written = case
+    path = write(workspace, "doc.md", content)
+    status, text = run(EditFile(), ctx, path="doc.md", old_text=old, new_text=new)
+    assert status == "success", text
+    assert path.read_text() == written
+
+
+def test_near_miss_lines_are_numbered_as_read_file_numbers_them(
+    workspace: Path, ctx: ToolContext
+) -> None:
+    """U+2028 in a string and a page break (\\f) are not line ends for read_file; before,
+    the near miss and the closest lines counted them (str.splitlines), one line off."""
+    script = 'const s = "a\u2028b";\nfunction f() {\n    return s;\n}\n'
+    path = write(workspace, "s.js", script)
+    status, text = run(EditFile(), ctx, path="s.js", old_text="return s;", new_text="return 1;")
+    assert status == "success" and "(line 3)" in text, text
+    assert path.read_text() == script.replace("return s;", "return 1;")
+    status, text = run(EditFile(), ctx, path="s.js", old_text='const s = "a\u2028c";', new_text="x")
+    assert status == "error"
+    assert text.endswith('The closest lines:\n     1\tconst s = "a\u2028b";')
+    write(workspace, "m.py", "import os\n\x0c\ndef f():\n    return 1\n")
+    old = "def f():\n    return 2\n"
+    status, text = run(EditFile(), ctx, path="m.py", old_text=old, new_text="x")
+    assert status == "error"
+    assert text.endswith("The closest lines:\n     3\tdef f():\n     4\t    return 1")
+
+
+def test_validate_resolves_a_near_miss_to_the_files_lines(
+    workspace: Path, ctx: ToolContext
+) -> None:
+    """The checked arguments carry the file's exact lines and new_text as it will be
+    written, so the policy, the approval and hooks see what the edit does (before, they
+    saw the model's text, found nowhere in the file); the result still says the match
+    was corrected."""
+    path = write(workspace, "a.py", SOURCE)
+    edit = EditFile(workspace=workspace)
+    old = "def g(self):\n    return 2"  # copied dedented by four
+    given = {"path": "a.py", "old_text": old, "new_text": old.replace("2", "3")}
+    checked = edit.validate(given)
+    assert checked == {
+        "path": "a.py",
+        "old_text": "    def g(self):\n        return 2\n",
+        "new_text": "    def g(self):\n        return 3\n",
+        "near_miss": "indentation",
+    }
+    assert EditFile(workspace=workspace).validate({**given, "old_text": "return 1"}) == {
+        **given,
+        "old_text": "return 1",
+    }  # exact: as given
+    with pytest.raises(ToolFailure) as caught:  # validate's to set, not the model's
+        edit.validate(checked)
+    assert "unknown field `near_miss`" in caught.value.error.message
+    assert "near_miss" not in edit.parameters["properties"]
+    status, text = run(edit, ctx, **checked)
+    assert status == "success"
+    assert text.startswith("Edited a.py: 1 replacement (line 5), matched with the indentation")
+    assert path.read_text() == SOURCE.replace("return 2", "return 3")
+
+
+def test_a_checked_near_miss_does_not_apply_elsewhere_once_the_file_changed(
+    workspace: Path, ctx: ToolContext
+) -> None:
+    path = write(workspace, "a.py", SOURCE)
+    edit = EditFile(workspace=workspace)
+    old = "def g(self):\n    return 2"
+    checked = edit.validate({"path": "a.py", "old_text": old, "new_text": "x"})
+    assert checked["near_miss"] == "indentation"
+    lines = SOURCE.splitlines(keepends=True)
+    changed = "".join(f"    {line}" if line.strip() else line for line in lines)
+    path.write_text(changed)  # still a near miss, with another shift: not what was approved
+    status, text = run(edit, ctx, **checked)
+    assert status == "error" and "changed after this edit was checked" in text
+    assert path.read_text() == changed

@@ -107,7 +107,7 @@ def default_tools(
     tools: list[Tool] = [
         ReadFile(reads),
         WriteFile(reads),
-        EditFile(reads),
+        EditFile(reads, workspace),
         ListDir(),
         Glob(),
         Grep(sandbox=sandbox),

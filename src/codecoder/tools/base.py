@@ -64,26 +64,30 @@ class TypedTool(ABC, Generic[A]):
 
     def validate(self, args: dict[str, Any]) -> dict[str, Any]:
         """The fields the model gave, as `run` will read them, so that the permission
-        policy judges what runs and not what was typed."""
-        given = self._prepared(args)
+        policy judges what runs and not what was typed. A field of the struct that
+        `parameters` does not offer is unknown here: the model was not told of it."""
+        given = self._prepared(args, self.parameters)
         built: dict[str, Any] = msgspec.to_builtins(self._converted(given))
         return {key: built[key] for key in given if key in built}
 
     def parse(self, args: dict[str, Any]) -> A:
-        return self._converted(self._prepared(args))
+        """The struct `call` reads: of what `validate` gave, fields not offered to the
+        model included (edit_file's `near_miss`)."""
+        return self._converted(self._prepared(args, json_schema(self.args_type)))
 
     def adapt(self, args: dict[str, Any]) -> dict[str, Any]:
         """Reshape what other agents send in a form of their own (a command as a list)
         into ours; raise ValueError with what is wrong. The default changes nothing."""
         return args
 
-    def _prepared(self, args: dict[str, Any]) -> dict[str, Any]:
+    def _prepared(self, args: dict[str, Any], known: dict[str, Any]) -> dict[str, Any]:
+        """`args` renamed, without nulls, adapted; a field `known` lacks is invalid."""
         schema = json_schema(self.args_type)
         try:
             prepared = self.adapt(without_nulls(renamed(args, self.aliases), schema))
         except ValueError as exc:
             raise self._invalid(str(exc)) from exc
-        problem = unknown_fields(prepared, schema, self.aliases)
+        problem = unknown_fields(prepared, known, self.aliases)
         if problem is not None:
             raise self._invalid(problem)
         return prepared

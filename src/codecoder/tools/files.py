@@ -7,10 +7,12 @@ the model can act on; arguments that do not fit the struct are a ToolFailure rai
 TypedTool.parse. A read is bounded (MAX_READ_LINES, MAX_READ_BYTES) and always says which
 lines of how many it showed; write_file does not replace a file the session has not read
 (tools/ledger.py); edit_file applies a near miss when it is unambiguous
-(tools/nearmiss.py). Writes are atomic: a temp file in the same directory, then os.replace.
-So a write replaces the file rather than rewriting it in place: another hard link to it
-keeps the old content. A file without write permission for its owner is refused, as an
-editor would ask first, rather than silently replaced.
+(tools/nearmiss.py), resolved when its arguments are checked, so that the permission
+policy, the approval's diff and hooks see the text it will write, where. Writes are
+atomic: a temp file in the same directory, then os.replace. So a write replaces the file
+rather than rewriting it in place: another hard link to it keeps the old content. A file
+without write permission for its owner is refused, as an editor would ask first, rather
+than silently replaced.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import stat
 from abc import abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated, BinaryIO, TypeVar
+from typing import Annotated, Any, BinaryIO, TypeVar
 
 import msgspec
 
@@ -30,7 +32,7 @@ from codecoder.kernel.messages import ToolResult, tool_result
 from codecoder.kernel.ports import Risk, ToolContext
 from codecoder.tools.base import TypedTool
 from codecoder.tools.ledger import ReadLedger, Seen
-from codecoder.tools.nearmiss import Ambiguous, closest, loose_match
+from codecoder.tools.nearmiss import Ambiguous, How, closest, loose_match
 from codecoder.tools.workspace import display, printable, walk
 from codecoder.wording import counted
 
@@ -355,6 +357,10 @@ class EditFileArgs(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         bool,
         msgspec.Meta(description="Replace every occurrence instead of exactly one."),
     ] = False
+    near_miss: How | None = None
+    """Set by `EditFile.validate`, never offered to the model: old_text and new_text are
+    a near miss resolved against the file (its exact lines, new_text adapted), and the
+    result says how the model's old_text differed."""
 
 
 class EditFile(FileTool[EditFileArgs]):
@@ -379,9 +385,34 @@ class EditFile(FileTool[EditFileArgs]):
         "replaceAll": "replace_all",
     }
 
-    def __init__(self, reads: ReadLedger | None = None) -> None:
-        """`reads`: the session's ledger, shared with its read_file and write_file."""
+    def __init__(self, reads: ReadLedger | None = None, workspace: Path | None = None) -> None:
+        """`reads`: the session's ledger, shared with its read_file and write_file;
+        `workspace`: where `validate` finds the file to resolve a near miss in (without
+        one, a near miss is resolved when the edit runs)."""
         self.reads = reads or ReadLedger()
+        self.workspace = workspace
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """The struct's schema without `near_miss`, which only `validate` sets."""
+        schema = super().parameters
+        properties = {k: v for k, v in schema["properties"].items() if k != "near_miss"}
+        return {**schema, "properties": properties}
+
+    def validate(self, args: dict[str, Any]) -> dict[str, Any]:
+        """The checked arguments; for an old_text that is a near miss of the file's text,
+        the file's exact lines, new_text as it will be written there and `near_miss`.
+        Otherwise the approval would show the model's text at no place in the file,
+        and the edit would write other text (re-indented) somewhere the person never
+        saw. Reads the file; writes nothing."""
+        checked = super().validate(args)
+        if self.workspace is None:
+            return checked
+        found = _resolved(self.workspace, self.parse(checked))
+        if found is None:
+            return checked
+        old, new, how = found
+        return {**checked, "old_text": old, "new_text": new, "near_miss": how}
 
     def execute(self, args: EditFileArgs, ctx: ToolContext) -> str:
         if not args.old_text:
@@ -399,6 +430,11 @@ class EditFile(FileTool[EditFileArgs]):
         text = _read_text(path, shown)
         old, new = _matching_newlines(text, args.old_text, args.new_text)
         starts = _occurrences(text, old)
+        if not starts and args.near_miss is not None:
+            raise Refused(
+                f"{shown} changed after this edit was checked: the lines its old_text was "
+                "matched to are no longer there. Read the file again."
+            )
         if not starts:
             updated, done = _near_miss(text, args, shown, changed)
         else:
@@ -407,6 +443,8 @@ class EditFile(FileTool[EditFileArgs]):
             shift = len(new) - len(old)
             lines = [updated.count("\n", 0, at + k * shift) + 1 for k, at in enumerate(starts)]
             done = f"Edited {shown}: {_plural(len(starts), 'replacement')} ({_at_lines(lines)})."
+            if args.near_miss is not None:
+                done = _adapted(shown, lines[0], args.near_miss)
         atomic_write(path, _encode(updated, "new_text"))
         if seen is Seen.CURRENT:
             self.reads.read(path, path.stat())
@@ -445,6 +483,48 @@ def _occurrences(text: str, old: str) -> list[int]:
     return starts
 
 
+def _resolved(workspace: Path, args: EditFileArgs) -> tuple[str, str, How] | None:
+    """old_text and new_text as a near miss applies them to the file (the file's exact
+    lines, unique in it, and what replaces them), with how old_text differed; None when
+    old_text is exact, or not a near miss that applies, or the file cannot be read:
+    then the edit runs with what the model gave and says what went wrong."""
+    if not args.old_text or args.old_text == args.new_text or args.near_miss is not None:
+        return None
+    text = _peek_text(workspace, args.path)
+    if text is None or _matching_newlines(text, args.old_text, args.new_text)[0] in text:
+        return None
+    try:
+        loose = loose_match(text, args.old_text, args.new_text)
+    except Ambiguous:
+        return None
+    if loose is None or text.count(loose.old) != 1:  # also inside a longer line: let run match
+        return None
+    return loose.old, _matching_newlines(text, loose.old, loose.new)[1], loose.how
+
+
+def _peek_text(workspace: Path, path: str) -> str | None:
+    """The text of the regular file `path` names, or None: opened without blocking (a
+    FIFO put there is not waited on) and only read, since arguments are being checked."""
+    try:
+        where = resolve(workspace, path)
+        if not stat.S_ISREG(where.stat().st_mode):
+            return None
+        fd = os.open(where, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (ValueError, OSError):
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or is_own_database(info):
+                return None
+            data = handle.read()
+        except OSError:
+            return None
+    if sniff_text(data, complete=True) is not None:
+        return None
+    return data.decode("utf-8")
+
+
 def _near_miss(text: str, args: EditFileArgs, shown: str, changed: str) -> tuple[str, str]:
     """The file edited where old_text matches but for whitespace, with what to tell the
     model; Refused, with the closest lines, when it does not match once so."""
@@ -463,10 +543,20 @@ def _near_miss(text: str, args: EditFileArgs, shown: str, changed: str) -> tuple
             f"old_text not found in {shown}.{changed} Read the file again and copy the text "
             f"exactly, without line-number prefixes.{shown_lines}"
         )
-    return loose.text, (
-        f"Edited {shown}: 1 replacement (line {loose.line}), matched with the {loose.how} "
-        "of old_text corrected to the file's; new_text was given the same. Check the "
-        "result if indentation matters."
+    return loose.text, _adapted(shown, loose.line, loose.how)
+
+
+def _adapted(shown: str, line: int, how: How) -> str:
+    """The result of an edit whose old_text was a near miss: what was corrected."""
+    done = f"Edited {shown}: 1 replacement (line {line}), matched with the {how} of old_text "
+    if how == "indentation":
+        return done + (
+            "corrected to the file's; new_text was shifted the same. Check the result if "
+            "indentation matters."
+        )
+    return done + (
+        "corrected to the file's; the lines new_text keeps from old_text keep the file's, "
+        "the others are as given."
     )
 
 

@@ -5,16 +5,25 @@ start copying after it), or keep trailing spaces the file does not have. Refusin
 costs a round trip and often a second miss. So when the lines match once with trailing
 whitespace ignored, or once with indentation ignored and a constant difference of
 indentation between the two, the edit applies to those lines, `new_text` shifted by the
-same difference, and the result says so. Anything less certain (two such places, mixed
-tabs and spaces) is refused with the closest lines of the file and their numbers, so the
-next attempt can copy them.
+same difference, and the result says so. The lines `new_text` keeps unchanged from
+`old_text` are written as the file has them (a Markdown line's two trailing spaces are a
+line break: a context line must not lose them). Anything less certain (two such places,
+mixed tabs and spaces) is refused with the closest lines of the file and their numbers, so
+the next attempt can copy them.
+
+Lines are split on \\n only, as read_file and the exact match count them: str.splitlines
+also splits on \\f, \\v, U+2028 and others, which would put every number after such a
+character off by one.
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Literal, NamedTuple
+
+How = Literal["trailing whitespace", "indentation"]
+"""How an old_text differed from the file's lines it was matched to."""
 
 SHOWN_LINES = 12
 """Lines of the file shown around the closest match of an old_text not found."""
@@ -24,11 +33,14 @@ MAX_PROBES = 5
 
 class Loose(NamedTuple):
     """A match made after normalising whitespace: the new file text, the first line
-    (1-based) of the replaced lines, and how the two differed."""
+    (1-based) of the replaced lines, how the two differed, and the exact text of the
+    file's lines that matched (`old`, whole lines) with what replaces them (`new`)."""
 
     text: str
     line: int
-    how: str
+    how: How
+    old: str
+    new: str
 
 
 class Ambiguous(Exception):
@@ -53,24 +65,34 @@ def loose_match(text: str, old: str, new: str) -> Loose | None:
     Ambiguous when they match in several places."""
     if not old.strip():
         return None
-    lines = text.splitlines(keepends=True)
+    lines = file_lines(text)
     wanted = _as_lines(old)
-    for key, how in ((_trailing, "trailing whitespace"), (_stripped, "indentation")):
+    given = _as_lines(new)
+    modes: tuple[tuple[Callable[[str], str], How], ...] = (
+        (_trailing, "trailing whitespace"),
+        (_stripped, "indentation"),
+    )
+    for key, how in modes:
         starts = _windows(lines, wanted, key)
         if len(starts) > 1:
             raise Ambiguous([start + 1 for start in starts])
         if starts:
             window = lines[starts[0] : starts[0] + len(wanted)]
-            replacement = (
-                _as_lines(new) if key is _trailing else _shifted(window, wanted, _as_lines(new))
-            )
+            replacement = given if key is _trailing else _shifted(window, wanted, given)
             if replacement is None:
                 return None
-            body = _joined(replacement, window)
+            body = _joined(_kept(replacement, wanted, given, window), window)
             start = starts[0]
             updated = "".join(lines[:start]) + body + "".join(lines[start + len(wanted) :])
-            return Loose(updated, start + 1, how)
+            return Loose(updated, start + 1, how, "".join(window), body)
     return None
+
+
+def file_lines(text: str) -> list[str]:
+    """The file's lines with their line ends, split on \\n only (read_file's lines)."""
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    return [*lines, parts[-1]] if parts[-1] else lines
 
 
 def _as_lines(text: str) -> list[str]:
@@ -127,6 +149,21 @@ def _shifted(window: list[str], old: list[str], new: list[str]) -> list[str] | N
     return out
 
 
+def _kept(replacement: list[str], old: list[str], new: list[str], window: list[str]) -> list[str]:
+    """`replacement` with each line that `new` keeps unchanged from `old` as the file has
+    it: only the lines the edit changes take new_text's whitespace (or its shift)."""
+    out = list(replacement)
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    for block in matcher.get_matching_blocks():
+        for k in range(block.size):
+            out[block.b + k] = _content(window[block.a + k])
+    return out
+
+
+def _content(line: str) -> str:
+    return line.removesuffix("\n").removesuffix("\r")
+
+
 def _joined(replacement: list[str], window: list[str]) -> str:
     """The replaced lines with the file's line end, the last one keeping the end the
     window's last line had."""
@@ -141,7 +178,7 @@ def _joined(replacement: list[str], window: list[str]) -> str:
 def closest(text: str, old: str) -> str | None:
     """The file's lines most like `old`'s, numbered like read_file's output, or None
     when no line of the file is much like any of its first lines."""
-    lines = text.splitlines()
+    lines = [_content(line) for line in file_lines(text)]
     stripped = [line.strip() for line in lines]
     probes = [line.strip() for line in _as_lines(old) if line.strip()][:MAX_PROBES]
     for offset, probe in enumerate(probes):

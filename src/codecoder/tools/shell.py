@@ -84,17 +84,26 @@ class RunCommand(TypedTool[RunCommandArgs]):
     def parameters(self) -> dict[str, Any]:
         """Without a sandbox there is nothing to escalate from: no `sandbox` argument."""
         schema = super().parameters
-        if self.sandbox is not None and self.sandbox.explicit != "off":
+        if self._escapable():
             return schema
         properties = {k: v for k, v in schema["properties"].items() if k != "sandbox"}
         return {**schema, "properties": properties}
+
+    def _escapable(self) -> bool:
+        """Whether there is a sandbox a command could be let out of (`--sandbox off`
+        and no sandbox at all: there is not)."""
+        return self.sandbox is not None and self.sandbox.explicit != "off"
 
     def adapt(self, args: dict[str, Any]) -> dict[str, Any]:
         """A command as a list (Codex's argv, `["bash", "-lc", "make"]`) becomes the line
         that runs it, quoted by shlex.join, so the policy parses what bash will run; a
         one-item list is taken as the line itself. `timeout_ms` becomes `timeout`;
-        Claude Code's `description` of the command is dropped."""
-        out = {key: value for key, value in args.items() if key != "description"}
+        Claude Code's `description` of the command is dropped, and so is `sandbox` where
+        there is no sandbox to leave (it is not offered then): the command runs as every
+        command does there, and the policy must not take it for an escalation that only
+        the user can allow (a model that knows the field from another session sends it)."""
+        dropped = {"description"} if self._escapable() else {"description", "sandbox"}
+        out = {key: value for key, value in args.items() if key not in dropped}
         command = out.get("command")
         if isinstance(command, list):
             words: list[Any] = command  # type: ignore[assignment]

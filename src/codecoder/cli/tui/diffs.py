@@ -56,8 +56,10 @@ def read_text(path: Path | None) -> str | None:
 
 
 def unified(before: str, after: str, path: str, *, created: bool = False) -> Diff:
-    old = before.splitlines()
-    new = after.splitlines()
+    """The diff of `before` and `after`, numbered as read_file and edit_file number
+    lines."""
+    old = _lines(before)
+    new = _lines(after)
     lines: list[tuple[LineKind, str]] = []
     added = removed = 0
     for line in difflib.unified_diff(old, new, lineterm="", n=3):
@@ -74,6 +76,13 @@ def unified(before: str, after: str, path: str, *, created: bool = False) -> Dif
         else:
             lines.append(("context", line))
     return Diff(path, tuple(lines), added, removed, created)
+
+
+def _lines(text: str) -> list[str]:
+    """`text`'s lines, split on \\n only (str.splitlines also splits on \\f, U+2028 and
+    others, which would number every hunk after one wrongly)."""
+    parts = [part.removesuffix("\r") for part in text.split("\n")]
+    return parts[:-1] if text.endswith("\n") or not text else parts
 
 
 def applied(name: str, args: dict[str, Any], before: str | None) -> str | None:
