@@ -56,6 +56,9 @@ class Call:
     args: str
     id: str = ""
     chunk: int = 0
+    pieces: tuple[str, ...] = ()
+    """The argument deltas exactly as given (`args` then only fills the Responses wire's
+    `done` events): lets one delta be a filler that `Reply.repeat` floods."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,10 @@ class Reply:
     """Seconds between events (each event then goes out in its own write)."""
     prefix: tuple[bytes, ...] = ()
     """Raw SSE events sent first (after the wire's opening events)."""
+    repeat: tuple[str, int] | None = None
+    """(needle, times): every event holding `needle` goes out `times` times, so a reply of
+    hundreds of MB streams from a few KB of script (the server never holds it whole). A
+    client hanging up mid-flood is expected: the server then stops quietly."""
 
 
 @dataclass(frozen=True)
@@ -172,7 +179,7 @@ def render_chat(reply: Reply, model: str) -> list[bytes]:
             start = {"index": index, "id": next(ids), "type": "function"}
             start["function"] = {"name": part.name, "arguments": ""}
             out.append(chunk({"tool_calls": [start]}))
-            for p in _pieces(part.args, part.chunk):
+            for p in part.pieces or _pieces(part.args, part.chunk):
                 piece = {"index": index, "function": {"arguments": p}}
                 out.append(chunk({"tool_calls": [piece]}))
             index += 1
@@ -282,7 +289,7 @@ class _ResponsesStream:
         start |= {"call_id": call_id, "name": part.name, "arguments": ""}
         body = [
             ("response.function_call_arguments.delta", {"delta": p})
-            for p in _pieces(part.args, part.chunk)
+            for p in part.pieces or _pieces(part.args, part.chunk)
         ]
         body.append(("response.function_call_arguments.done", {"arguments": part.args}))
         self.item(start, body, {**start, "status": "completed", "arguments": part.args})
@@ -379,7 +386,8 @@ def _anthropic_block(index: int, part: Part, ids: Iterator[str]) -> list[bytes]:
         block = {"type": "tool_use", "id": next(ids), "name": part.name, "input": {}}
         out.append(event("content_block_start", content_block=block))
         out += [
-            delta(type="input_json_delta", partial_json=p) for p in _pieces(part.args, part.chunk)
+            delta(type="input_json_delta", partial_json=p)
+            for p in part.pieces or _pieces(part.args, part.chunk)
         ]
     out.append(event("content_block_stop"))
     return out
@@ -481,6 +489,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def _stream(self, reply: Reply, events: list[bytes]) -> None:
+        if reply.repeat is not None:
+            self._flood(events, *reply.repeat)
+            return
         cut = reply.hang_after if reply.hang_after is not None else reply.drop_after
         whole = cut is None and not reply.delay
         # Each event is its own HTTP chunk, as real servers flush them; an instant reply
@@ -507,6 +518,21 @@ class _Handler(BaseHTTPRequestHandler):
                 self.connection.shutdown(socket.SHUT_RDWR)
             return
         self.wfile.write(b"0\r\n\r\n")
+
+    def _flood(self, events: list[bytes], needle: str, times: int) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        mark = needle.encode()
+        try:
+            for event in events:
+                framed = _chunk(event)
+                for _ in range(times if mark in event else 1):
+                    self.wfile.write(framed)
+            self.wfile.write(b"0\r\n\r\n")
+        except OSError:  # the client hung up (as it should, at its cap)
+            self.close_connection = True
 
 
 def _chunk(data: bytes) -> bytes:

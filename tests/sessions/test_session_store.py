@@ -10,11 +10,21 @@ import time
 import tracemalloc
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from codecoder.kernel.events import Usage
-from codecoder.kernel.messages import Message, Text, ToolCall, ToolResult, tool_result, user_message
+from codecoder.kernel.messages import (
+    Message,
+    Reasoning,
+    Text,
+    ToolCall,
+    ToolResult,
+    tool_result,
+    user_message,
+)
 from codecoder.kernel.ports import HistorySink
+from codecoder.kernel.reply import MAX_REPLY_ARGS, MAX_REPLY_TEXT
 from codecoder.sessions import (
     AmbiguousSession,
     SessionError,
@@ -115,6 +125,37 @@ def test_long_tool_output_is_stored_cut_in_the_middle(store: SessionStore) -> No
     assert "middle" * 10 not in result.text
     assert len(result.text) < TOOL_OUTPUT_CAP + 200
     assert stored_short == short  # at the cap exactly: untouched
+
+
+def test_a_message_past_the_reply_caps_is_stored_bounded(store: SessionStore) -> None:
+    """Whoever wrote it (the loop caps a reply as it streams), the store keeps no text,
+    reasoning or raw arguments past the kernel's caps: the head, and a note of the cut."""
+    session = store.create("/", "m/m")
+    over = 2 * MAX_REPLY_TEXT
+    items = (
+        Reasoning("r" * over, token="sig"),
+        Text("HEAD" + "x" * over),
+        ToolCall(id="c1", name="write_file", args={}, raw_args="{" + "a" * MAX_REPLY_ARGS),
+    )
+    big = Message(id=1, role="assistant", items=items, status="interrupted")
+    at_cap = Message(id=2, role="assistant", items=(Text("y" * MAX_REPLY_TEXT),))
+    store.append(session, big)
+    store.append(session, at_cap)
+    store.draft(session, msgspec.structs.replace(big, id=3))
+    stored, stored_at_cap, drafted = store.load_messages(session)
+    for message in (stored, drafted):
+        reasoning, text, call = message.items
+        assert isinstance(reasoning, Reasoning) and isinstance(text, Text)
+        assert isinstance(call, ToolCall) and call.raw_args is not None
+        assert text.text.startswith("HEAD") and text.text.endswith(
+            "cut when the session was stored …]"
+        )
+        assert len(text.text) < MAX_REPLY_TEXT + 100 and len(reasoning.text) < MAX_REPLY_TEXT + 100
+        assert reasoning.token == "sig" and len(call.raw_args) < MAX_REPLY_ARGS + 100
+    assert stored_at_cap == at_cap  # at the cap exactly: untouched
+    with sqlite3.connect(store.path) as conn:
+        largest = conn.execute("SELECT max(length(body)) FROM messages").fetchone()[0]
+    assert largest < 2 * MAX_REPLY_TEXT + MAX_REPLY_ARGS + 1024
 
 
 def test_load_after_and_estimates(store: SessionStore) -> None:

@@ -28,6 +28,7 @@ from codecoder.kernel.ports import (
     ProviderRequest,
     TextDelta,
 )
+from codecoder.kernel.reply import capped
 
 SUMMARY_HEADER = "[Summary of the earlier conversation, written when the context was compacted]"
 SUMMARY_SYSTEM = (
@@ -192,7 +193,7 @@ class ThreadedCompactor:
         )
         parts = [
             event.text
-            for event in self.provider.stream(request, self._stop)
+            for event in capped(self.provider.stream(request, self._stop))
             if isinstance(event, TextDelta)
         ]
         self._stop.check()

@@ -81,7 +81,7 @@ from codecoder.kernel.ports import (
     ToolSource,
     ToolSpec,
 )
-from codecoder.kernel.reply import ReplyBuilder
+from codecoder.kernel.reply import ReplyBuilder, capped
 
 if TYPE_CHECKING:
     from codecoder.kernel.trace import RequestDigest, Tracer
@@ -686,10 +686,10 @@ def _read_stream(
     token: CancelToken,
     out: SimpleQueue[object],
 ) -> None:
-    """The reader thread: provider events into the loop's queue. The loop never waits
-    for this thread; on cancel it is woken by the CancelToken instead."""
+    """The reader thread: provider events, capped (a few MB whatever is sent), into the
+    loop's queue. The loop never waits for it; on cancel the CancelToken wakes it."""
     try:
-        for event in provider.stream(request, token):
+        for event in capped(provider.stream(request, token)):
             if token.is_cancelled():
                 return
             out.put(event)

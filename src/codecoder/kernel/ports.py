@@ -92,6 +92,7 @@ ProviderErrorKind = Literal[
     "bad_request",
     "script_exhausted",
     "config",
+    "reply_too_long",
 ]
 
 

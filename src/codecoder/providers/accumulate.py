@@ -6,6 +6,11 @@ block index). The fold keeps key → id, name, argument pieces, and answers each
 call with a `ToolCallDone` carrying the raw argument text: the kernel parses it, and
 malformed JSON becomes a ToolError there. (Pieces are not passed on as they come: no
 client showed them, and each would have cost a hop through every queue.)
+
+Bounded: the pieces of all the reply's calls together may reach the kernel's
+`MAX_REPLY_ARGS`; past that the fold raises `reply_too_long` at once, so a call streaming
+arguments without end holds a few MB here, not all it sent (the kernel's own cap sees a
+call only once it is whole, too late for memory).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 
 from codecoder.kernel.ports import ToolCallDone
+from codecoder.kernel.reply import MAX_REPLY_ARGS, reply_too_long
 
 
 class _Call:
@@ -28,11 +34,13 @@ class _Call:
 class ToolCallAccumulator:
     """Open calls in the order they started; `finish` closes them in that order."""
 
-    __slots__ = ("_calls", "_count")
+    __slots__ = ("_calls", "_count", "_size")
 
     def __init__(self) -> None:
         self._calls: dict[Hashable, _Call] = {}
         self._count = 0
+        self._size = 0
+        """Characters of argument text folded in this reply, every call's together."""
 
     @property
     def count(self) -> int:
@@ -55,13 +63,21 @@ class ToolCallAccumulator:
         elif name and not call.name:
             call.name = name
         if args:
+            self._count_args(call, len(args))
             call.pieces.append(args)
 
     def set_args(self, key: Hashable, args: str) -> None:
         """Replace the argument text with the authoritative full text (a `done` item)."""
         call = self._calls.get(key)
         if call is not None:
+            self._count_args(call, len(args) - sum(len(piece) for piece in call.pieces))
             call.pieces = [args]
+
+    def _count_args(self, call: _Call, grown: int) -> None:
+        self._size += grown
+        if self._size > MAX_REPLY_ARGS:
+            self._calls.clear()  # what was held goes at once, not when the parser does
+            raise reply_too_long(f"tool-call arguments ({call.name})", MAX_REPLY_ARGS)
 
     def finish_one(self, key: Hashable) -> ToolCallDone | None:
         call = self._calls.pop(key, None)

@@ -4,13 +4,25 @@ Tool output is capped on the way in: the client saw the full stream live, and a 
 file that grows by megabytes per `cat` makes resume hang (Codex users report session
 files of 500 MB and more). The model's later view is the capped text, cut in the middle
 with a note saying so.
+
+A model's reply is capped by the kernel as it streams (kernel/reply.py): its text and
+reasoning at MAX_REPLY_TEXT, its arguments at MAX_REPLY_ARGS. The store holds every
+message it is given to the same caps, so what it keeps is bounded whoever wrote it.
 """
 
 from __future__ import annotations
 
 import msgspec
 
-from codecoder.kernel.messages import Message, Text, ToolResult
+from codecoder.kernel.messages import (
+    Message,
+    MessageItem,
+    Reasoning,
+    Text,
+    ToolCall,
+    ToolResult,
+)
+from codecoder.kernel.reply import MAX_REPLY_ARGS, MAX_REPLY_TEXT
 
 TOOL_OUTPUT_CAP = 64 * 1024
 """Characters of one ToolResult kept in the store; the rest is cut from the middle."""
@@ -90,19 +102,45 @@ def cap_result(result: ToolResult, limit: int = TOOL_OUTPUT_CAP) -> ToolResult:
 
 
 def cap_message(message: Message, limit: int = TOOL_OUTPUT_CAP) -> Message:
-    """The message with every ToolResult capped; the same object when nothing is cut."""
+    """The message with every ToolResult capped at `limit`, and its text, reasoning and
+    unparsed arguments at the kernel's reply caps (cut at the end, as the loop cuts a
+    reply that ran on: no real message comes near them, a model's reply never passes them,
+    and a message of any role that did would not fit a context window); the same object
+    when nothing is cut."""
     if not any(_too_long(item, limit) for item in message.items):
         return message
-    items = tuple(
-        cap_result(item, limit) if isinstance(item, ToolResult) else item for item in message.items
+    return msgspec.structs.replace(
+        message, items=tuple(_cap(item, limit) for item in message.items)
     )
-    return msgspec.structs.replace(message, items=items)
+
+
+def _cap(item: MessageItem, limit: int) -> MessageItem:
+    if isinstance(item, ToolResult):
+        return cap_result(item, limit)
+    if isinstance(item, Text) and len(item.text) > MAX_REPLY_TEXT:
+        return Text(_cut_end(item.text, MAX_REPLY_TEXT))
+    if isinstance(item, Reasoning) and len(item.text) > MAX_REPLY_TEXT:
+        return msgspec.structs.replace(item, text=_cut_end(item.text, MAX_REPLY_TEXT))
+    raw = item.raw_args if isinstance(item, ToolCall) else None
+    if raw is not None and len(raw) > MAX_REPLY_ARGS:
+        return msgspec.structs.replace(item, raw_args=_cut_end(raw, MAX_REPLY_ARGS))
+    return item
+
+
+def _cut_end(text: str, limit: int) -> str:
+    return (
+        text[:limit] + f"\n[… {len(text) - limit:,} characters cut when the session was stored …]"
+    )
 
 
 def _too_long(item: object, limit: int) -> bool:
-    if not isinstance(item, ToolResult):
-        return False
-    return sum(len(part.text) for part in item.content) > limit
+    if isinstance(item, ToolResult):
+        return sum(len(part.text) for part in item.content) > limit
+    if isinstance(item, Text | Reasoning):
+        return len(item.text) > MAX_REPLY_TEXT
+    if isinstance(item, ToolCall):
+        return item.raw_args is not None and len(item.raw_args) > MAX_REPLY_ARGS
+    return False
 
 
 class MilestoneRecord(msgspec.Struct, frozen=True):
