@@ -335,3 +335,17 @@ def test_a_checked_near_miss_does_not_apply_elsewhere_once_the_file_changed(
     status, text = run(edit, ctx, **checked)
     assert status == "error" and "changed after this edit was checked" in text
     assert path.read_text() == changed
+
+
+def test_a_path_the_system_cannot_open_is_refused_not_a_crash(
+    workspace: Path, ctx: ToolContext
+) -> None:
+    """A name too long or a loop of links is the model's mistake to hear about, not a
+    crash of the tool (before: `crashed: OSError: File name too long`)."""
+    (workspace / "loop").symlink_to("loop")
+    read, write_file, _ = session()
+    for path in ("a" * 5000, "loop"):
+        for tool, args in ((read, {}), (write_file, {"content": "x"})):
+            status, text = run(tool, ctx, path=path, **args)
+            assert status == "error" and text.startswith("cannot open "), text
+            assert len(text) < 400

@@ -98,6 +98,9 @@ def regular_file(ctx: ToolContext, path: Path, *, must_exist: bool = True) -> os
         if must_exist:
             raise Refused(f"file not found: {shown}") from None
         return None
+    except OSError as exc:  # a name too long, a loop of links, a folder it may not enter
+        name = shown if len(shown) <= 200 else f"{shown[:200]}… ({len(shown)} characters)"
+        raise Refused(f"cannot open {name}: {exc.strerror or exc}") from None
     if stat.S_ISDIR(info.st_mode):
         raise Refused(f"{shown} is a directory; use list_dir to see what it holds")
     if not stat.S_ISREG(info.st_mode):
