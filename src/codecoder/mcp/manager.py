@@ -51,8 +51,8 @@ from codecoder.kernel.ports import (
     ToolContext,
 )
 from codecoder.mcp import cache
-from codecoder.mcp.cache import ToolEntry
 from codecoder.mcp.config import Selection, ServerSpec
+from codecoder.mcp.entry import ToolEntry
 from codecoder.mcp.loop import LoopClosed, LoopThread
 from codecoder.mcp.tools import McpTool, exposed_names
 from codecoder.sandbox import SandboxUnavailable
@@ -346,8 +346,11 @@ class McpManager:
         for spec, why in self.selection.left_out:
             if why.startswith("project server"):
                 self.notice(f"MCP server {spec.name} not started: {why}")
+        found, problem = cache.lookup(slot.spec.cache_key() for slot in self._slots.values())
+        if problem is not None:
+            self.notice(problem)
         for slot in self._slots.values():
-            cached = cache.cached(slot.spec.cache_key())
+            cached = found.get(slot.spec.cache_key())
             with slot.cond:
                 if cached is not None:
                     slot._offer(cached)

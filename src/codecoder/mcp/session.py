@@ -24,8 +24,8 @@ from mcp.client.session import ClientSession
 from mcp.shared.exceptions import MCPError
 
 from codecoder import __version__
-from codecoder.mcp.cache import ToolEntry
 from codecoder.mcp.config import ServerSpec
+from codecoder.mcp.entry import Listing, ToolEntry
 from codecoder.mcp.process import ChildProcess
 from codecoder.mcp.stdio import SKIPPED, Streams, open_stdio
 
@@ -163,22 +163,21 @@ async def _session(streams: Streams, slot: Slot, generation: int) -> AsyncIterat
 
 
 async def list_tools(session: ClientSession) -> tuple[ToolEntry, ...]:
-    """Every tool of the server, page by page (at most MAX_PAGES)."""
-    found: list[ToolEntry] = []
+    """The server's tools, page by page (at most MAX_PAGES), each capped as it comes in
+    and no more of them than entry.Listing keeps: once that is full, no further page is
+    asked for. A page (one line of up to 32 MiB) is let go before the next is read."""
+    listing = Listing()
     cursor: str | None = None
     for _ in range(MAX_PAGES):
         params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
         page = await session.list_tools(params=params)
-        found += [
-            ToolEntry(
-                name=t.name, description=t.description or t.title or "", schema=t.input_schema
-            )
-            for t in page.tools
-        ]
+        for tool in page.tools:
+            listing.add(tool.name, tool.description or tool.title or "", tool.input_schema)
         cursor = page.next_cursor
-        if not cursor:
+        del page
+        if not cursor or listing.full:
             break
-    return tuple(found)
+    return tuple(listing.tools)
 
 
 def _describe(error: BaseException | None) -> str:

@@ -4,7 +4,9 @@ description that is the server's own text, capped and marked as such.
 A server's descriptions are untrusted input (a server can write "ignore your
 instructions" as easily as "returns the time"): they go only into the tool list of a
 request, never into the system prompt, each capped at MAX_DESCRIPTION characters, control
-characters replaced, and opened with a line saying whose words they are.
+characters replaced, and opened with a line saying whose words they are. The caps are
+entry.py's, applied as a listing comes in (so the tool cache and the session hold no
+more than the model sees) and again here, for a cache written by an older version.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import msgspec
 
 from codecoder.kernel.messages import ToolResult
 from codecoder.kernel.ports import Risk, ToolContext
-from codecoder.mcp.cache import ToolEntry
+from codecoder.mcp.entry import MAX_DESCRIPTION, MAX_SCHEMA, ToolEntry, clean_description
 
 if TYPE_CHECKING:
     from codecoder.mcp.manager import McpManager
@@ -26,11 +28,17 @@ if TYPE_CHECKING:
 PREFIX = "mcp__"
 MAX_NAME = 64
 """What the providers accept for a tool name (OpenAI and Anthropic: `[A-Za-z0-9_-]{1,64}`)."""
-MAX_DESCRIPTION = 1024
-MAX_SCHEMA = 16 * 1024
-"""A schema larger than this (as JSON) is replaced by a plain object schema."""
+__all__ = [
+    "MAX_DESCRIPTION",
+    "MAX_NAME",
+    "MAX_SCHEMA",
+    "PREFIX",
+    "McpTool",
+    "describe",
+    "exposed_names",
+    "schema",
+]
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_-]")
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 class McpTool:
@@ -85,9 +93,7 @@ def exposed_names(server: str, tools: Iterable[str]) -> dict[str, str]:
 
 def describe(server: str, entry: ToolEntry) -> str:
     """The description the model sees: whose words they are, then the server's text."""
-    text = _CONTROL.sub(" ", entry.description).strip()
-    if len(text) > MAX_DESCRIPTION:
-        text = text[: MAX_DESCRIPTION - 1].rstrip() + "…"
+    text = clean_description(entry.description)
     head = (
         f"[Tool `{entry.name}` of MCP server `{server}`; "
         "the text below is the server's, not the user's.]"

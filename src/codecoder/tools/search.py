@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import re
 from bisect import bisect_left
+from collections import deque
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
 MAX_GLOB_RESULTS = 500
 MAX_GREP_LINE_CHARS = 500
 MAX_GREP_FILE_BYTES = 20 * 1024 * 1024  # larger files are skipped, as `rg --max-filesize 20M`
+_CHUNK = 1 << 20  # bytes read at a time when looking for a NUL
 PYTHON_GREP_TIMEOUT = 60.0  # seconds before the Python engine's child is killed
 _GLOB_CHARS = frozenset("*?[{\\")
 
@@ -191,7 +193,7 @@ class Row(NamedTuple):
 
 class FileHits(NamedTuple):
     path: str  # absolute
-    rows: list[Row]  # sorted by line; every match, with its context lines
+    rows: list[Row]  # sorted by line; the matches read, with their context lines
 
     @property
     def matches(self) -> int:
@@ -201,7 +203,8 @@ class FileHits(NamedTuple):
 def render(hits: list[FileHits], args: GrepArgs, workspace: Path, where: str) -> str:
     """`path:line:text` for a match, `path-line-text` for context, `--` between groups;
     files in walk order, lines in order; at most `max_results` matching lines. `hits` runs
-    up to the first file that passes max_results (where both engines stop)."""
+    up to the first match past max_results and its context (where both engines stop
+    reading, inside a file too): one match more than is shown is how we know to say so."""
     out: list[str] = []
     total = 0
     for file in hits:
@@ -310,7 +313,7 @@ class Grep(FileTool[GrepArgs]):
         root = target(ctx, args.path)
         where = display(ctx.workspace, root)
         if root.is_file():
-            if _file_text(str(root)) is None:
+            if not _is_text(str(root)):
                 raise Refused(f"cannot search {where}: a binary file, or larger than 20 MiB")
         elif not root.is_dir():
             raise Refused(f"path not found: {where}")
@@ -409,13 +412,31 @@ def _child(
             proc.stdout.close()
 
 
-def _file_text(path: str) -> str | None:
-    """The file's text; None for a binary file (a NUL byte anywhere) or a huge one."""
+def _is_text(path: str) -> bool:
+    """Whether grep searches the file: not binary (a NUL byte anywhere), not huge."""
     with open(path, "rb") as handle:
-        if os.fstat(handle.fileno()).st_size > MAX_GREP_FILE_BYTES:
-            return None
-        data = handle.read()
-    return None if b"\0" in data else data.decode("utf-8", "replace")
+        return _text_file(handle)
+
+
+def _text_file(handle: IO[bytes]) -> bool:
+    """Read a chunk at a time, so that the answer costs a megabyte of memory, not the
+    file's size; never more than MAX_GREP_FILE_BYTES (the file may grow meanwhile)."""
+    if os.fstat(handle.fileno()).st_size > MAX_GREP_FILE_BYTES:
+        return False
+    left = MAX_GREP_FILE_BYTES + 1
+    while chunk := handle.read(min(_CHUNK, left)):
+        if b"\0" in chunk:
+            return False
+        left -= len(chunk)
+        if not left:
+            return False
+    return True
+
+
+def _cut(text: str) -> str:
+    """A line as kept until rendering: one character past what render shows, so that it
+    still knows to mark the cut. A line can be 20 MiB, and up to 2,000 of them kept."""
+    return text[: MAX_GREP_LINE_CHARS + 1]
 
 
 # --- the Python engine ---------------------------------------------------------------
@@ -518,7 +539,7 @@ def _python_hits(root: str, args: GrepArgs) -> Iterator[FileHits]:
         paths = (entry.path for entry in entries if entry.is_file)
     total = 0
     for path in paths:
-        rows = _search_file(path, regex, args.context)
+        rows = _search_file(path, regex, args.context, args.max_results + 1 - total)
         if rows:
             hits = FileHits(path, rows)
             yield hits
@@ -527,25 +548,48 @@ def _python_hits(root: str, args: GrepArgs) -> Iterator[FileHits]:
                 return
 
 
-def _search_file(path: str, regex: re.Pattern[str], context: int) -> list[Row]:
-    """Every matching line with its context; none for a binary, unreadable or huge file.
-    Lines split on \\n only, like ripgrep; a \\r before it stays part of what is matched."""
+def _search_file(path: str, regex: re.Pattern[str], context: int, room: int) -> list[Row]:
+    """The matching lines with their context, up to the `room`-th match and the context
+    after it (then reading stops: a 20 MiB file of matches costs what 200 lines do); none
+    for a binary, unreadable or huge file. Lines split on \\n only, like ripgrep; a \\r
+    before it stays part of what is matched."""
     try:
-        text = _file_text(path)
+        with open(path, "rb") as handle:
+            if not _text_file(handle):
+                return []
+            handle.seek(0)
+            return _scan(handle, regex, context, room)
     except OSError:
         return []
-    if not text:
-        return []
-    lines = text.split("\n")
-    if text.endswith("\n"):
-        lines.pop()
+
+
+def _scan(handle: IO[bytes], regex: re.Pattern[str], context: int, room: int) -> list[Row]:
+    """One line at a time, keeping only the last `context` lines as they go by (a match
+    may want them), so memory stays flat in the file's size."""
+    rows: list[Row] = []
+    before: deque[Row] = deque(maxlen=context)
+    after = found = 0
+    last: int | None = None  # once `room` matches are read: the last line wanted
     search = regex.search
-    matches = [n for n, line in enumerate(lines) if search(line)]
-    wanted = sorted({n for m in matches for n in range(m - context, m + context + 1)})
-    matched = set(matches)
-    return [
-        Row(n + 1, lines[n].removesuffix("\r"), n in matched) for n in wanted if 0 <= n < len(lines)
-    ]
+    for number, raw in enumerate(handle, 1):
+        line = raw.removesuffix(b"\n").decode("utf-8", "replace")
+        row = Row(number, _cut(line.removesuffix("\r")), False)
+        if search(line):
+            rows += before
+            before.clear()
+            rows.append(row._replace(is_match=True))
+            found += 1
+            after = context
+            if last is None and found >= room:
+                last = number + context
+        elif after:
+            rows.append(row)
+            after -= 1
+        else:
+            before.append(row)
+        if last is not None and number >= last:
+            break
+    return rows
 
 
 # --- the ripgrep engine --------------------------------------------------------------
@@ -573,40 +617,72 @@ def _run_ripgrep(
     rejected a regex only Python knows, died): then the Python engine answers. Whether it
     finished is read from the stream (its closing summary), not from an exit status that
     a child subreaper could have taken. A file named explicitly is searched whatever the
-    globs and ignore files say, by ripgrep as by the Python engine."""
+    globs and ignore files say, by ripgrep as by the Python engine.
+
+    Reading stops past max_results, inside a file too, and ripgrep is killed (and reaped)
+    there. A file left unread so could still hold a NUL further on, which ripgrep would
+    have reported at its end (and the Python engine never searches): it is checked here,
+    and if it is binary the Python engine answers instead, as both engines must agree."""
     cwd, where = (root, ".") if root.is_dir() else (root.parent, root.name)
     try:
         with _child(_ripgrep_command(rg, args, where), cwd, ctx, wrap) as proc:
             assert proc.stdout is not None
-            hits, complete = _read_ripgrep(proc.stdout, str(cwd), args.max_results)
+            hits, complete, cut = _read_ripgrep(
+                proc.stdout, str(cwd), args.max_results, args.context
+            )
     except OSError:
         return None
     ctx.cancel.check()
+    if cut is not None:
+        try:
+            if not _is_text(cut):
+                return None
+        except OSError:
+            return None
     return hits if complete else None
 
 
-def _read_ripgrep(stream: IO[bytes], root: str, max_results: int) -> tuple[list[FileHits], bool]:
-    """Fold `rg --json` messages into FileHits; stop after the file that passes
-    max_results. Returns the hits and whether the answer is complete (enough matches, or
-    ripgrep's closing summary arrived)."""
+def _read_ripgrep(
+    stream: IO[bytes], root: str, max_results: int, context: int = 0
+) -> tuple[list[FileHits], bool, str | None]:
+    """Fold `rg --json` messages into FileHits, and stop at the first match past
+    max_results once the context lines after it have come. Returns the hits, whether the
+    answer is complete (enough matches, or ripgrep's closing summary arrived), and the
+    file that was left before its end (None if none was)."""
     hits: list[FileHits] = []
     rows: list[Row] = []
-    total = 0
+    path = ""
+    total = found = 0
+    last: int | None = None  # once past max_results: the last line number wanted
     for raw in stream:
         message = msgspec.json.decode(raw)
         kind, data = message["type"], message["data"]
-        if kind in ("match", "context"):
-            rows.append(Row(data["line_number"], _rg_line(data["lines"]), kind == "match"))
+        if kind == "begin":
+            path = os.path.join(root, _rg_path(data["path"]))
+        elif kind in ("match", "context"):
+            number = data["line_number"]
+            if last is not None and number > last:
+                break
+            rows.append(Row(number, _cut(_rg_line(data["lines"])), kind == "match"))
+            if kind == "match":
+                found += 1
+                if last is None and total + found > max_results:
+                    last = number + context
+            if last is not None and number >= last:
+                break
         elif kind == "end":
             if rows and data.get("binary_offset") is None:
                 hits.append(FileHits(os.path.join(root, _rg_path(data["path"])), rows))
-                total += hits[-1].matches
-            rows = []
+                total += found
+            rows, found, last = [], 0, None
             if total > max_results:
-                return hits, True
+                return hits, True, None
         elif kind == "summary":
-            return hits, True
-    return hits, False
+            return hits, True, None
+    else:
+        return hits, False, None
+    hits.append(FileHits(path, rows))
+    return hits, True, path
 
 
 def _rg_path(value: dict[str, str]) -> str:
