@@ -28,7 +28,7 @@ MAX_TOOLS = 500
 MAX_LISTING = 1024 * 1024
 """Bytes kept of one server's listing (names, descriptions and schemas as JSON)."""
 OPEN_SCHEMA: dict[str, Any] = {"type": "object", "additionalProperties": True}
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 class ToolEntry(msgspec.Struct, frozen=True):
