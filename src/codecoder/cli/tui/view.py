@@ -43,6 +43,10 @@ TAIL_LINES = 10
 """Lines of a command's output shown (live, and when it has finished)."""
 KEPT_OUTPUT = 4 * 1024 * 1024
 """Characters of a command's output kept for Ctrl+O."""
+TAIL_LINE = 4096
+"""Characters a line of a running call's tail keeps (its end, for the line still being
+written): more than a terminal shows, and a command that prints no newline (`yes |
+tr -d '\\n'`) no longer grows the line it is writing without bound."""
 _MARKS = {"success": ("✓", "green"), "error": ("✗", "red"), "cancelled": ("⊘", "yellow")}
 _TODO = {"pending": "☐", "in_progress": "◐", "done": "☑"}
 _SILENT_TOOLS = ("todo_write",)
@@ -167,9 +171,10 @@ class View:
             tool.output.append(event.chunk)
             tool.kept += len(event.chunk)
         text = tool.partial + event.chunk.replace("\r\n", "\n").replace("\r", "\n")
-        *lines, tool.partial = text.split("\n")
+        *lines, partial = text.split("\n")
+        tool.partial = partial[-TAIL_LINE:]
         tool.lines += len(lines)
-        tool.tail.extend(lines[-TAIL_LINES:])
+        tool.tail.extend(line[:TAIL_LINE] for line in lines[-TAIL_LINES:])
 
     def _on_ToolFinished(self, event: ToolFinished, diff: Diff | None) -> None:
         tool = self.tools.pop(event.id, None) or _Tool(event.id, event.name, {}, time.monotonic())
