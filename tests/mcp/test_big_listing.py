@@ -22,12 +22,16 @@ from codecoder.mcp.entry import MAX_DESCRIPTION, MAX_TOOLS
 pytestmark = pytest.mark.timeout(300)
 CLI = [sys.executable, "-m", "codecoder"]
 SERVER = Path(__file__).resolve().parent / "servers" / "many_tools.py"
-# codecoder ends with os._exit (no atexit): report the peak from there.
+# codecoder ends with os._exit (no atexit): report the peak from there. VmHWM, not
+# RUSAGE_SELF: ru_maxrss keeps the high-water mark of the pytest process this one was
+# forked from (across exec), hundreds of MB late in a whole-suite run.
 CODE = """
-import os, resource, sys
+import os, sys
 _exit = os._exit
 def report(code):
-    os.write(2, b"PEAK_KB %d\\n" % resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    with open("/proc/self/status") as status:
+        peak = next(int(x.split()[1]) for x in status if x.startswith("VmHWM:"))
+    os.write(2, b"PEAK_KB %d\\n" % peak)
     _exit(code)
 os._exit = report
 sys.argv = ["codecoder", *sys.argv[1:]]
