@@ -2,7 +2,8 @@
 console script: the client in a real terminal (tests/terminal.py), a real daemon
 (tests/daemon/helpers.py). Leaving detaches (the turn runs on, a question waits for a
 client), `codecoder --attach` rejoins the live turn, and every client sees every prompt
-and steer, marked with who sent it (issue 29, items 1, 2 and 14)."""
+and steer, marked with who sent it, and Ctrl+C in a client watching another's turn stops
+it (issue 29, items 1, 2 and 14)."""
 
 from __future__ import annotations
 
@@ -127,6 +128,7 @@ def test_every_client_sees_the_prompts_and_steers_of_the_others(tmp_path: Path) 
         ["The first answer."],
         [run(wait_until(tmp_path, "go"))],
         ["The steered answer."],
+        [run(wait_until(tmp_path, "never"))],
     ]
     daemon = Daemon(write_script(tmp_path, replies))
     a = Terminal(["-C", str(tmp_path)], cwd=tmp_path)
@@ -157,6 +159,14 @@ def test_every_client_sees_the_prompts_and_steers_of_the_others(tmp_path: Path) 
         b.wait_for("joined the turn (from terminal pts/")
         assert "also read the tests" in b.text()
         a.wait_for("The steered answer.")
+        b.wait_idle()
+
+        b.line("one more")  # a turn of B's that A, watching it, stops with Ctrl+C
+        a.wait_for(f"{MARK} one more")
+        a.wait(lambda: "never ]" in a.display() and not a.idle(), what="B's command running")
+        a.send("\x03")
+        for term in (a, b):
+            term.wait_for("⊘ cancelled")
         for term in (a, b):
             term.wait_idle()
             term.send("\x04")
