@@ -387,6 +387,11 @@ def test_leaving_during_a_command_leaves_no_process(
     term.send("\x04")  # Ctrl+D at the empty prompt: leave, the turn is stopped
     assert term.exit_code() == 0
     assert not any(alive(pid) for pid in pids)
+    with SessionStore() as store:
+        (info,) = store.list_sessions(tmp_path)
+    assert "leaving stops the running turn" in term.text()  # said before it is done
+    last = [line for line in term.display().split("\n") if line.strip()][-1]
+    assert last == f"session {info.id[:8]} saved · come back: codecoder resume {info.id[:8]}"
 
 
 def test_sighup_ends_the_client_and_its_command(terminals: list[Terminal], tmp_path: Path) -> None:

@@ -21,9 +21,15 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from codecoder import paths
+from codecoder import __version__, paths
 from codecoder.daemon.acp import PERMISSION_OPTIONS
-from codecoder.daemon.remote_events import ModeChanged, RemoteEvent, RequestResolved
+from codecoder.daemon.remote_events import (
+    ModeChanged,
+    Prompted,
+    RemoteEvent,
+    RequestResolved,
+    TurnRunning,
+)
 from codecoder.daemon.rpc import PROTOCOL_VERSION, Connection, RpcError
 from codecoder.kernel.events import (
     AgentEvent,
@@ -143,7 +149,12 @@ class DaemonClient:
 
     def initialize(self) -> dict[str, Any]:
         capabilities = {"_meta": {"codecoder": {"askUser": True}}}
-        params = {"protocolVersion": PROTOCOL_VERSION, "clientCapabilities": capabilities}
+        info = {"name": "codecoder", "title": who_am_i(), "version": __version__}
+        params = {
+            "protocolVersion": PROTOCOL_VERSION,
+            "clientCapabilities": capabilities,
+            "clientInfo": info,
+        }
         return self.call("initialize", params)
 
     def next_message(self, timeout: float | None = None) -> tuple[str, Any]:
@@ -176,6 +187,10 @@ class RemoteAgent:
         self._names: dict[str, tuple[str, dict[str, Any]]] = {}
         self._tails: dict[str, str] = {}
         self._early: list[tuple[str, Any]] = []
+        self._asked = 0
+        """Our prompts not answered yet: while one is, the end of another client's turn
+        is not our Done (ours follows)."""
+        self._asked_lock = threading.Lock()
         self.history: list[Message] = self._take_history() if replayed else []
         """The conversation the daemon replayed on attach or load (the stored messages,
         then the running turn's updates so far), for the client to show before the prompt."""
@@ -228,7 +243,14 @@ class RemoteAgent:
 
     def send(self, text: str) -> None:
         params = {"sessionId": self.session_id, "prompt": [{"type": "text", "text": text}]}
-        self.client.call_queued("session/prompt", params)  # its Done after the turn's updates
+        with self._asked_lock:
+            self._asked += 1
+        try:
+            self.client.call_queued("session/prompt", params)  # its Done after its updates
+        except Exception:
+            with self._asked_lock:
+                self._asked -= 1
+            raise
 
     def cancel(self) -> None:
         self.client.conn.notify("session/cancel", {"sessionId": self.session_id})
@@ -266,6 +288,8 @@ class RemoteAgent:
     # --- ACP → kernel events ---------------------------------------------------------------------
 
     def _prompt_answered(self, result: Any, error: RpcError | None) -> None:
+        with self._asked_lock:
+            self._asked = max(self._asked - 1, 0)
         if error is not None:
             self._events.put(Error("daemon", error.message))
             self._events.put(Done(cancelled=False, reason="error"))
@@ -312,16 +336,36 @@ class RemoteAgent:
                 return RequestResolved(str(params.get("toolCallId", "")))
             if method == "_codecoder/steered":
                 by = "hook" if params.get("by") == "hook" else "user"
-                return Steered(str(params.get("text", "")), params.get("nextTurn") is True, by)
+                text, next_turn = str(params.get("text", "")), params.get("nextTurn") is True
+                client = params.get("client")
+                if by == "user" and isinstance(client, str) and client:  # another's steer
+                    return Prompted(text, client, "next_turn" if next_turn else "joined")
+                return Steered(text, next_turn, by)
+            if method == "_codecoder/turn":
+                return self._turn(params)
         except (msgspec.ValidationError, TypeError):
             return None
         return None
+
+    def _turn(self, params: dict[str, Any]) -> RemoteEvent | None:
+        """`_codecoder/turn`: a turn we did not prompt runs, or ended (its Done, unless a
+        prompt of ours waits: the answer to it is our Done)."""
+        if params.get("state") == "running":
+            return TurnRunning()
+        with self._asked_lock:
+            if self._asked:
+                return None
+        reason: DoneReason = _STOP.get(str(params.get("stopReason")), "completed")  # type: ignore[assignment]
+        return Done(cancelled=reason == "cancelled", reason=reason)
 
     def _translate(self, update: Any) -> list[RemoteEvent]:
         if not isinstance(update, dict):
             return []
         kind = update.get("sessionUpdate")
         content = update.get("content")
+        if kind == "user_message_chunk" and isinstance(content, dict):
+            client = _sender(update)  # another client's prompt; else a steer, said apart
+            return [Prompted(str(content.get("text", "")), client)] if client else []
         if kind in ("agent_message_chunk", "agent_thought_chunk") and isinstance(content, dict):
             text = str(content.get("text", ""))
             return [NewToken(text) if kind == "agent_message_chunk" else NewReasoning(text)]
@@ -403,6 +447,23 @@ class RemoteAgent:
         if message and decision in ("deny", "deny_session"):
             answer_fields["_meta"] = {"codecoder": {"message": message}}  # said to the model
         self.client.conn.respond(request_id, answer_fields)
+
+
+def who_am_i() -> str:
+    """How the other clients of a session name this one: the terminal it runs in."""
+    for fd in (0, 1):
+        with contextlib.suppress(OSError):
+            name = os.ttyname(fd)
+            return "terminal " + name.removeprefix("/dev/")
+    return f"codecoder (pid {os.getpid()})"
+
+
+def _sender(update: dict[str, Any]) -> str:
+    """Who sent a live user_message_chunk (`_meta.codecoder.client`); "" for one without."""
+    meta = update.get("_meta")
+    ours = meta.get("codecoder") if isinstance(meta, dict) else None
+    client = ours.get("client") if isinstance(ours, dict) else None
+    return client if isinstance(client, str) else ""
 
 
 def _session_meta(options: AgentOptions) -> dict[str, Any]:

@@ -354,6 +354,9 @@ class _Client:
         self.initialized = False
         self.ask_user = False
         self.sessions: set[str] = set()
+        self.label = ""
+        """Who this client is, as the other clients of a session are told (its
+        clientInfo's title, else its name)."""
 
 
 Method = Callable[["AcpHandler", Connection, Any], Any]
@@ -426,6 +429,7 @@ class AcpHandler:
         meta = capabilities.get("_meta") if isinstance(capabilities, dict) else None
         ours = meta.get("codecoder") if isinstance(meta, dict) else None
         client.ask_user = isinstance(ours, dict) and ours.get("askUser") is True
+        client.label = _label(params.get("clientInfo"))
         return {
             "protocolVersion": PROTOCOL_VERSION,  # the one we speak, whatever was asked
             "agentCapabilities": {
@@ -480,7 +484,7 @@ class AcpHandler:
             text = acp.prompt_text(params.get("prompt"), live.workspace)
         except ValueError as exc:
             raise RpcError(INVALID_PARAMS, str(exc)) from exc
-        live.prompt(conn, params.request_id, text)
+        live.prompt(conn, params.request_id, text, self.client(conn).label)
         return _LATER
 
     def steer(self, conn: Connection, params: _Params) -> dict[str, Any]:
@@ -490,7 +494,7 @@ class AcpHandler:
         live = self.hub.get(params.get("sessionId"))
         if not live.attached(conn):
             raise RpcError(SERVER_ERROR, "attach to the session first (session/load)")
-        return {"running": live.steer(conn, params.text("text"))}
+        return {"running": live.steer(conn, params.text("text"), self.client(conn).label)}
 
     def undo(self, conn: Connection, params: _Params) -> dict[str, Any]:
         """`_codecoder/undo`: put back the files a turn of the session changed (or, with
@@ -564,6 +568,21 @@ class _Params:
     def optional_text(self, key: str) -> str | None:
         value = self._params.get(key)
         return value if isinstance(value, str) and value else None
+
+
+LABEL_LENGTH = 80
+"""Characters of a client's label kept (it is shown on every prompt it sends)."""
+
+
+def _label(info: Any) -> str:
+    """A client's name for the others (ACP's `clientInfo`: `title`, else `name`)."""
+    if not isinstance(info, dict):
+        return ""
+    for key in ("title", "name"):
+        value = info.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()[:LABEL_LENGTH]
+    return ""
 
 
 def _session_overrides(meta: Any) -> dict[str, Any]:

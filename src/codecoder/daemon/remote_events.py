@@ -1,10 +1,13 @@
 """What a daemon session tells its clients beyond the kernel's events: another client
-switched the approval mode, or answered a question every client was shown. RemoteAgent
-(client.py) hands them out among the kernel events; the terminal client acts on them and
-shows nothing. Kept apart from client.py so that the terminal client can tell them apart
-without importing the daemon's client before it connects."""
+switched the approval mode, answered a question every client was shown, sent a message,
+or started a turn this client did not prompt. RemoteAgent (client.py) hands them out
+among the kernel events; the terminal client acts on them. Kept apart from client.py so
+that the terminal client can tell them apart without importing the daemon's client
+before it connects."""
 
 from __future__ import annotations
+
+from typing import Literal
 
 import msgspec
 
@@ -23,5 +26,20 @@ class RequestResolved(msgspec.Struct, frozen=True):
     tool_call_id: str
 
 
-RemoteEvent = AgentEvent | ModeChanged | RequestResolved
+class Prompted(msgspec.Struct, frozen=True):
+    """Another client's message, `client` naming who sent it: a prompt (`steer` empty;
+    its turn starts now), or a steer that `joined` the running turn or waits for the
+    `next_turn`. Every client of a session sees the whole conversation."""
+
+    text: str
+    client: str
+    steer: Literal["", "joined", "next_turn"] = ""
+
+
+class TurnRunning(msgspec.Struct, frozen=True):
+    """A turn this client did not prompt runs (another client's, or one a steer made, or
+    the one running when it attached): the client is busy until its Done."""
+
+
+RemoteEvent = AgentEvent | ModeChanged | RequestResolved | Prompted | TurnRunning
 """What RemoteAgent.next_event returns."""

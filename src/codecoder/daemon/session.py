@@ -9,15 +9,19 @@ a client, and a client that falls too far behind is dropped and may reattach.
 Prompts from any client go to the agent in order (a prompt sent during a turn runs after
 it), and each gets its answer when its turn's Done arrives. The other clients see a
 prompt with its turn's first event: the agent commits the prompt before it emits
-anything of the turn, so no client is shown a prompt that a crash could lose. A
+anything of the turn, so no client is shown a prompt that a crash could lose. They are
+told who sent it (`_meta.codecoder.client`, the sender's clientInfo), that a turn they
+did not prompt runs (`_codecoder/turn`, `running`) and how it ended (`done`): a terminal
+client in another pane shows the whole conversation and stays busy while it runs. A
 question (ConfirmRequest, AskUser) goes to every client; the first answer wins and the
 others are told it was answered. With no client attached a question waits
 `answer_timeout` seconds for one and is then denied, so a client killed mid-question
 never wedges the session.
 
 A client that attaches is first sent the session so far: the stored messages up to the
-last finished turn (from the session store), then the frames of the running turn, then
-the live stream, all under one lock, so it misses and repeats nothing.
+last finished turn (from the session store), then, when a turn runs, `_codecoder/turn`
+`running` and that turn's frames, then the live stream, all under one lock, so it misses
+and repeats nothing and can tell the finished conversation from the live turn.
 
 A session with no client attached and no turn running or queued is idle: `on_idle` tells
 the hub, which may retire it (`retire`) and close it (handler.Hub). A retired session
@@ -111,8 +115,12 @@ class LiveSession:
         self._base = self._last_message_id()
         self._prompts: deque[tuple[Connection | None, Any]] = deque()
         """Who waits for each turn queued or running (None: a turn a steer made)."""
-        self._echoes: dict[tuple[Connection | None, Any], bytes] = {}
-        """The user_message_chunk of each turn in `_prompts` not yet started."""
+        self._echoes: dict[tuple[Connection | None, Any], tuple[bytes, Connection | None]] = {}
+        """The user_message_chunk of each turn in `_prompts` not yet started, and who sent
+        it (a steer that made a turn is keyed (None, None) but has a sender)."""
+        self._steers: deque[tuple[str, Connection, str]] = deque(maxlen=64)
+        """Steers sent during the running turn (text, sender, its label), to say who sent
+        the text `Steered` announces."""
         self._started = False
         """The running turn has emitted an event (its prompt is committed)."""
         self._questions: dict[str, _Pending] = {}
@@ -166,6 +174,8 @@ class LiveSession:
             if replay:
                 for update in self._history():
                     conn.send_bytes(self._frame(update))
+                if self._started and self._prompts:
+                    conn.send_bytes(self._turn_frame("running"))
                 if self._turn_complete:
                     for frame in self._turn:
                         conn.send_bytes(frame)
@@ -195,12 +205,13 @@ class LiveSession:
             self._idle_since = None
             return True
 
-    def prompt(self, conn: Connection, request_id: Any, text: str) -> None:
-        """Queue a prompt; its answer (`stopReason`) is sent when its turn is done."""
-        frame = self._frame({"sessionUpdate": "user_message_chunk", "content": _text(text)})
+    def prompt(self, conn: Connection, request_id: Any, text: str, client: str = "") -> None:
+        """Queue a prompt; its answer (`stopReason`) is sent when its turn is done. The
+        other clients are shown it as sent by `client` (the sender's label)."""
+        frame = self._frame(_echo(text, client))
         with self._lock:
             self._prompts.append((conn, request_id))
-            self._echoes[(conn, request_id)] = frame
+            self._echoes[(conn, request_id)] = (frame, conn)
             self._idle_since = None
         try:
             if self.setup.log is not None:
@@ -215,16 +226,19 @@ class LiveSession:
                 raise RpcError(SERVER_ERROR, "the session has ended") from exc
             raise
 
-    def steer(self, conn: Connection, text: str) -> bool:
+    def steer(self, conn: Connection, text: str, client: str = "") -> bool:
         """Steer the running turn (`_codecoder/steer`); True when one runs. With none, the
         text runs as a turn at once, as the kernel does, with no request to answer at its
-        end (the stream and `_codecoder/steered` say what happened)."""
-        frame = self._frame({"sessionUpdate": "user_message_chunk", "content": _text(text)})
+        end (the stream and `_codecoder/steered` say what happened). `client` labels
+        the sender for the others."""
+        frame = self._frame(_echo(text, client))
         with self._lock:
             running = bool(self._prompts)
-            if not running:
+            if running:
+                self._steers.append((text, conn, client))
+            else:
                 self._prompts.append((None, None))  # its Done answers nobody
-                self._echoes[(None, None)] = frame
+                self._echoes[(None, None)] = (frame, conn)
                 self._idle_since = None
             try:
                 if running:
@@ -376,10 +390,15 @@ class LiveSession:
             self._started = True
             if not self._prompts:
                 return
-            sender, request_id = self._prompts[0]
-            frame = self._echoes.pop((sender, request_id), None)
-            if frame is None:
+            key = self._prompts[0]
+            running = self._turn_frame("running")
+            for other in self._subscribers:
+                if other is not key[0]:
+                    other.send_bytes(running)
+            echo = self._echoes.pop(key, None)
+            if echo is None:
                 return
+            frame, sender = echo
             self._keep(frame)
             for other in self._subscribers:
                 if other is not sender:
@@ -395,10 +414,33 @@ class LiveSession:
                 self._prompts.append((None, None))
             if self.setup.log is not None:
                 self.setup.log.begin_turn()
-        params = {"text": event.text, "nextTurn": event.next_turn, "by": event.by}
-        self._extension("_codecoder/steered", params)
+        params = {"sessionId": self.id, "text": event.text, "nextTurn": event.next_turn}
+        params["by"] = event.by
+        with self._lock:
+            senders = self._senders(event) if event.by == "user" else []
+            frames: dict[str, bytes] = {}
+
+            def frame(labels: list[str]) -> bytes:
+                """`_codecoder/steered`, with `client`: who sent it, but the receiver."""
+                said = ", ".join(dict.fromkeys(labels))
+                if said not in frames:
+                    named = {**params, "client": said} if said else params
+                    frames[said] = _notification("_codecoder/steered", named)
+                return frames[said]
+
+            self._keep(frame([label for _, label in senders]))
+            for conn in self._subscribers:
+                conn.send_bytes(frame([label for who, label in senders if who is not conn]))
         for update in self._calls.updates(event):
             self._emit(update)
+
+    def _senders(self, event: Steered) -> list[tuple[Connection, str]]:
+        """Under the lock: who sent the steers `event` announces (the kernel joins those
+        taken at one boundary into one text), taken off the list."""
+        found = [entry for entry in self._steers if entry[0] in event.text]
+        for entry in found:
+            self._steers.remove(entry)
+        return [(conn, label) for _, conn, label in found if label]
 
     def _subagent(self, event: Subagent) -> None:
         inner = event.event
@@ -415,7 +457,13 @@ class LiveSession:
         unanswered would hang its client for good."""
         with self._lock:
             head = self._prompts.popleft() if self._prompts else None
+            if self._started:  # the others are told it ended (the prompter is answered)
+                done = self._turn_frame("done", acp.stop_reason(event.reason))
+                for other in self._subscribers:
+                    if head is None or other is not head[0]:
+                        other.send_bytes(done)
             self._started = False
+            self._steers.clear()
             error, self._error = self._error, None
             stale = list(self._questions.values())
             self._questions.clear()
@@ -540,6 +588,13 @@ class LiveSession:
     def _frame(self, update: dict[str, Any]) -> bytes:
         return _notification("session/update", {"sessionId": self.id, "update": update})
 
+    def _turn_frame(self, state: str, stop_reason: str | None = None) -> bytes:
+        """`_codecoder/turn`: a turn this client did not prompt is `running`, or `done`."""
+        params: dict[str, Any] = {"sessionId": self.id, "state": state}
+        if stop_reason is not None:
+            params["stopReason"] = stop_reason
+        return _notification("_codecoder/turn", params)
+
     def _emit(self, update: dict[str, Any]) -> None:
         self._send(self._frame(update))
 
@@ -605,6 +660,16 @@ def _notification(method: str, params: dict[str, Any]) -> bytes:
 
 def _text(text: str) -> dict[str, Any]:
     return {"type": "text", "text": text}
+
+
+def _echo(text: str, client: str) -> dict[str, Any]:
+    """A prompt as the other clients are shown it: a user_message_chunk saying who sent it
+    (`_meta.codecoder.client`; a replayed one has no `_meta`: clients tell them apart)."""
+    return {
+        "sessionUpdate": "user_message_chunk",
+        "content": _text(text),
+        "_meta": {"codecoder": {"client": client or "another client"}},
+    }
 
 
 def _option_id(result: Any) -> str | None:

@@ -35,7 +35,13 @@ from codecoder.cli.tui.questions import Question, what_it_approves
 from codecoder.cli.tui.status import Stats, footer, tokens
 from codecoder.cli.tui.text import MARK, cut, safe_line
 from codecoder.cli.tui.view import SPINNER, View
-from codecoder.daemon.remote_events import ModeChanged, RemoteEvent, RequestResolved
+from codecoder.daemon.remote_events import (
+    ModeChanged,
+    Prompted,
+    RemoteEvent,
+    RequestResolved,
+    TurnRunning,
+)
 from codecoder.exitcodes import EXIT_FAILED, EXIT_OK, EXIT_SIGHUP, EXIT_SIGTERM, EXIT_USAGE
 from codecoder.kernel.events import (
     AskUser,
@@ -245,26 +251,34 @@ class Client:
         self.stats.cost = info.cost
 
     def _signalled(self, code: int) -> None:
-        """SIGHUP (the terminal closed) or SIGTERM: the turn is cancelled (its command's
-        tree killed) and we leave; after a hang-up nothing more is written."""
+        """SIGHUP (the terminal closed) or SIGTERM: we leave; after a hang-up nothing more
+        is written. A daemon session goes on, as when the user leaves; a session in this
+        process has its turn cancelled (its command's tree killed)."""
         if code == EXIT_SIGHUP:
             self.hung_up = True
             _silence()
-        self._cancel()
+        if not self._on_daemon_session():
+            self._cancel()
         self.exit_code = code
         with contextlib.suppress(Exception):
             self.screen.app.exit(result=code)
 
     def _shutdown(self) -> None:
-        """After the Application: stop the turn, close the session (a daemon session
-        goes on), join our threads."""
+        """After the Application: say how to come back, stop the turn and close the
+        session in this process, or detach from a daemon session (its turn runs on, and
+        its questions wait for a client: answering them here would deny them), join our
+        threads."""
         backend, self._backend = self._backend, None
-        self.asking.dismiss_all("the client left")
+        remote = backend is not None and backend.remote
+        if backend is not None and not self.hung_up and self._error_after is None:
+            self.screen.print_above(self._come_back(backend))
+        if not remote:
+            self.asking.dismiss_all("the client left")
         if self.plan is not None:
             self.plan.cancel()
         for old in [*self._closing, *([backend] if backend is not None else [])]:
             with contextlib.suppress(Exception):
-                if self.busy in ("turn", "compact") and old is backend:
+                if self.busy in ("turn", "compact") and old is backend and not remote:
                     old.handle.cancel()
                 old.close()
         for thread in self._threads:
@@ -275,6 +289,22 @@ class Client:
         if message and not self.hung_up:
             os.write(2, f"codecoder: {message}\n".encode())
             self.exit_code = EXIT_USAGE
+
+    def _come_back(self, backend: Backend) -> str:
+        """What leaving prints: where the session is and the command that comes back."""
+        short = backend.session_id[:8]
+        resume = f"codecoder resume {short}"
+        if not backend.remote:
+            return f"session {short} saved · come back: {resume}\n"
+        running = " (its turn runs on)" if self.busy in ("turn", "compact") else ""
+        return (
+            f"session {short} goes on in the daemon{running}\n"
+            f"come back: codecoder --attach · {resume}\n"
+        )
+
+    def _on_daemon_session(self) -> bool:
+        backend = self._backend
+        return backend is not None and backend.remote
 
     # --- events --------------------------------------------------------------------------
 
@@ -333,6 +363,9 @@ class Client:
         if isinstance(event, ModeChanged | RequestResolved):
             self._remote_status(backend, event)
             return
+        if isinstance(event, Prompted | TurnRunning):
+            self._another_turn(event)
+            return
         if self.plan is not None:
             self.plan.agent_event(event)
         if event is None:
@@ -370,6 +403,16 @@ class Client:
                     backend.mode = mode
             return
         self.asking.resolved(event.tool_call_id)
+
+    def _another_turn(self, event: Prompted | TurnRunning) -> None:
+        """A daemon session: another client sent a message, or a turn we did not prompt
+        runs. Its prompt is shown marked with who sent it, and we are busy until its Done
+        (Ctrl+C stops it, what is typed queues), as if we had prompted it."""
+        if isinstance(event, Prompted):
+            self.view.said(event.text, event.client, event.steer)
+        if not self.busy and (isinstance(event, TurnRunning) or not event.steer):
+            self.busy, self.busy_since = "turn", time.monotonic()
+            self.view.status = "Working"
 
     def _backend_ended(self, backend: Backend) -> None:
         if backend in self._closing:
@@ -549,8 +592,18 @@ class Client:
         self.screen.app.invalidate()
 
     def quit(self) -> None:
-        """Host: leave (the running turn is stopped first)."""
-        self._cancel()
+        """Host: leave. From a daemon session at once: it goes on (its turn runs on; a
+        question it asks waits `--answer-timeout` for a client). A session in this
+        process ends with the client: its running turn is stopped, and we say so first."""
+        if not self._on_daemon_session():
+            if self.busy in ("turn", "compact", "plan"):
+                self.view.line(
+                    "leaving stops the running turn: without the daemon the session ends "
+                    "with this client",
+                    "yellow",
+                )
+                self._flush()
+            self._cancel()
         self.exit_code = EXIT_OK
         with contextlib.suppress(Exception):
             self.screen.app.exit(result=EXIT_OK)

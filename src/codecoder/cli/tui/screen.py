@@ -99,7 +99,7 @@ class Screen:
             color_depth=None if color else ColorDepth.DEPTH_1_BIT,
             min_redraw_interval=0.03,
             max_render_postpone_time=0.05,
-            erase_when_done=False,
+            erase_when_done=True,  # leaving clears the status, input and footer
         )
         self.app.key_processor.after_key_press += lambda _: client.typed()
         self._oflag: bool | None = None

@@ -18,8 +18,8 @@ import msgspec
 from codecoder.cli.tui import describe
 from codecoder.cli.tui.diffs import SHOWN_LINES, Diff
 from codecoder.cli.tui.stream import Block, MarkdownStream, Piece
+from codecoder.cli.tui.text import MARK, safe_line, styled, width_of
 from codecoder.cli.tui.text import cut as cut_cells
-from codecoder.cli.tui.text import safe_line, styled, width_of
 from codecoder.kernel.events import (
     AgentEvent,
     Compacted,
@@ -41,6 +41,8 @@ from codecoder.wording import counted
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 TAIL_LINES = 10
 """Lines of a command's output shown (live, and when it has finished)."""
+PROMPT_LINES = 12
+"""Lines of another client's prompt shown (its sender saw it whole as it typed it)."""
 KEPT_OUTPUT = 4 * 1024 * 1024
 """Characters of a command's output kept for Ctrl+O."""
 TAIL_LINE = 4096
@@ -130,6 +132,26 @@ class View:
         """A notice: the answer so far settles first, so the order stays."""
         self._end_text()
         self.line(text, *styles)
+
+    def said(self, text: str, client: str, steer: str = "") -> None:
+        """Another client's message to this session, marked with who sent it: a prompt as
+        ours is shown (MARK), a steer as the steer lines are (`↪ joined the turn …`)."""
+        self._end_text()
+        who = safe_line(client)
+        first = safe_line(text.strip().split("\n")[0]) if text.strip() else ""
+        if steer:
+            what = "for the next turn" if steer == "next_turn" else "joined the turn"
+            head = f"↪ {what} (from {who}): "
+            self.line(head + cut_cells(first, max(self.width - len(head), 10)), "dim")
+            return
+        self.gap()
+        lines = text.rstrip().split("\n")
+        for index, line in enumerate(lines[:PROMPT_LINES]):
+            self.line((f"{MARK} " if index == 0 else "  ") + safe_line(line), "bold")
+        if len(lines) > PROMPT_LINES:
+            self.line(f"  … {counted(len(lines) - PROMPT_LINES, 'more line')}", "dim")
+        self.line(f"  sent from {who}", "dim")
+        self.line("")
 
     def markdown_text(self, source: str) -> None:
         """Markdown of our own (help, a transcript), settled."""
