@@ -97,6 +97,15 @@ class AcpPeer:
         """The `update` of every session/update, in order."""
         self.extensions: list[Message] = []
         """Every `_codecoder/…` notification (the whole message)."""
+        self.sizes: list[int] = []
+        """The size in bytes of each line of `received` (its newline included)."""
+        self.pace = 0.0
+        """Seconds the peer spends on each `session/update` as it reads it: an editor
+        that renders slowly."""
+        self.reading = threading.Event()
+        """Cleared, the peer reads nothing more (an editor that stalls) until it is set
+        again, and the agent's writes back up behind it."""
+        self.reading.set()
         self.stderr = b""
         self._inbox: queue.SimpleQueue[Message | None] = queue.SimpleQueue()
         self._methods: dict[int, str] = {}
@@ -247,7 +256,11 @@ class AcpPeer:
             except ValueError:
                 message = {"jsonrpc": "not JSON", "line": line.decode(errors="replace")}
             self.received.append(message)
+            self.sizes.append(len(line))
             self._inbox.put(message)
+            if self.pace and message.get("method") == "session/update":
+                time.sleep(self.pace)
+            self.reading.wait()
         self._inbox.put(None)
 
     def _read_stderr(self) -> None:
@@ -259,6 +272,7 @@ class AcpPeer:
         """Close the agent's stdin (an editor going away), wait for it to end, join the
         threads; the exit status. The rest of stdout is read and checked too."""
         assert self.proc.stdin is not None
+        self.reading.set()
         with contextlib.suppress(OSError):
             self.proc.stdin.close()
         try:
@@ -278,6 +292,7 @@ class AcpPeer:
         return code
 
     def kill(self) -> None:
+        self.reading.set()
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait()

@@ -1,6 +1,7 @@
 """`codecoder daemon [--detach]` and `codecoder acp`: the two ways to serve ACP
-(docs/acp.md). Both build their sessions with the same defaults (`-m`, `--script`,
-`--approval`); `acp` defaults to `ask`, since an editor is a person who can answer.
+(docs/acp.md), and `codecoder daemon status | stop`, which ask a running daemon. Both
+serve their sessions with the same defaults (`-m`, `--script`, `--approval`); `acp`
+defaults to `ask`, since an editor is a person who can answer.
 
 An editor starts `codecoder acp` and waits for its answer to `initialize`, so a line that
 starts with either command is parsed here, by their parsers alone (`parse`), and what a
@@ -9,9 +10,12 @@ session needs is imported at its first session (docs/benchmarks.md, "Daemon").""
 from __future__ import annotations
 
 import argparse
+import difflib
+import sys
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from codecoder.approval import MODES
+from codecoder.exitcodes import EXIT_USAGE
 from codecoder.sandbox import MODES as SANDBOX_MODES
 
 if TYPE_CHECKING:
@@ -55,6 +59,21 @@ def add_parsers(subparsers: argparse._SubParsersAction[Any]) -> None:
         help="deny a question nobody is attached to answer after S seconds (default 300)",
     )
     daemon.set_defaults(func=run_daemon)
+    daemon.add_argument(
+        "action",
+        nargs="?",
+        metavar="status | stop",
+        help="status: whether a daemon runs, its pid, socket and sessions (exit 1 when none "
+        "does); stop: stop it as SIGTERM does (turns cancelled and committed) and wait",
+    )
+    daemon.add_argument("--json", action="store_true", help="status: print one JSON object")
+    daemon.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="stop: give up (exit 1) if it has not stopped after S seconds (default 60)",
+    )
     acp = subparsers.add_parser("acp", help="speak the Agent Client Protocol on stdin/stdout")
     _defaults(acp)
     acp.set_defaults(func=run_acp)
@@ -69,10 +88,38 @@ def _defaults(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run_daemon(options: argparse.Namespace) -> int:
-    from codecoder.daemon.main import run_daemon
+ACTIONS = ("status", "stop")
 
-    return run_daemon(_defaults_of(options), options.answer_timeout, detach=options.detach)
+
+def run_daemon(options: argparse.Namespace) -> int:
+    """Serve, or with an action ask the running daemon. The action is a plain optional
+    word, not a subcommand: argparse would take the value of a misspelt option
+    (`daemon --aproval ask`) for a subcommand and say "invalid choice: 'ask'" instead of
+    suggesting `--approval`."""
+    if options.action is None:
+        if options.json:
+            return _usage("--json goes with `codecoder daemon status`")
+        from codecoder.daemon.main import run_daemon
+
+        return run_daemon(_defaults_of(options), options.answer_timeout, detach=options.detach)
+    if options.action not in ACTIONS:
+        close = difflib.get_close_matches(options.action, ACTIONS, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        return _usage(f"`codecoder daemon` takes status or stop, not {options.action!r}{hint}")
+    if options.detach:
+        return _usage(f"--detach does not go with `codecoder daemon {options.action}`")
+    from codecoder.daemon import control
+
+    if options.action == "status":
+        return control.status(as_json=options.json)
+    if not options.timeout > 0:
+        return _usage("--timeout must be above 0")
+    return control.stop(timeout=options.timeout)
+
+
+def _usage(message: str) -> int:
+    print(f"codecoder: {message}", file=sys.stderr)
+    return EXIT_USAGE
 
 
 def run_acp(options: argparse.Namespace) -> int:

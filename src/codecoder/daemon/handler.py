@@ -368,11 +368,19 @@ class AcpHandler:
     """Implements rpc.Handler for ACP v1 and the `_codecoder/` extensions."""
 
     def __init__(
-        self, hub: Hub, *, on_shutdown: Callable[[], object] = lambda: None, name: str = "codecoder"
+        self,
+        hub: Hub,
+        *,
+        on_shutdown: Callable[[], object] = lambda: None,
+        name: str = "codecoder",
+        socket: str | None = None,
     ) -> None:
         self.hub = hub
         self._on_shutdown = on_shutdown
         self._name = name
+        self._socket = socket
+        """The daemon's socket, for `_codecoder/daemon/status` (None: `codecoder acp`)."""
+        self._started = time.time()
         self._lock = threading.Lock()
         self._clients: dict[Connection, _Client] = {}
 
@@ -524,7 +532,25 @@ class AcpHandler:
         return {}
 
     def list_sessions(self, conn: Connection, params: _Params) -> dict[str, Any]:
-        found = [
+        return {"sessions": self._sessions(), "pid": os.getpid()}
+
+    def status(self, conn: Connection, params: _Params) -> dict[str, Any]:
+        """`_codecoder/daemon/status`: what `codecoder daemon status` shows, asked of the
+        process itself, since only it knows its sessions and who is attached."""
+        with self._lock:
+            connections = len(self._clients)
+        return {
+            "pid": os.getpid(),
+            "version": __version__,
+            "socket": self._socket,
+            "startedAt": round(self._started, 3),
+            "uptime": round(time.time() - self._started, 3),
+            "connections": connections,
+            "sessions": self._sessions(),
+        }
+
+    def _sessions(self) -> list[dict[str, Any]]:
+        return [
             {
                 "sessionId": live.id,
                 "cwd": str(live.workspace),
@@ -534,7 +560,6 @@ class AcpHandler:
             }
             for live in self.hub.sessions()
         ]
-        return {"sessions": found, "pid": os.getpid()}
 
     def shutdown(self, conn: Connection, params: _Params) -> dict[str, Any]:
         threading.Thread(target=self._on_shutdown, name="shutdown", daemon=True).start()
@@ -666,6 +691,7 @@ _METHODS: dict[str, Method] = {
     "session/set_mode": AcpHandler.set_mode,
     "session/close": AcpHandler.close_session,
     "_codecoder/sessions/list": AcpHandler.list_sessions,
+    "_codecoder/daemon/status": AcpHandler.status,
     "_codecoder/session/attach": AcpHandler.attach,
     "_codecoder/session/detach": AcpHandler.detach,
     "_codecoder/shutdown": AcpHandler.shutdown,

@@ -9,6 +9,14 @@ by a last line saying so, written once the batch under way is (DROP_GRACE at mos
 the connection is closed; it can reattach. The same class serves a Unix socket and a
 pair of pipes (`codecoder acp`).
 
+A replace-style frame (a command's live output: each `tool_call_update` carries the
+whole tail, and replaces the one before) is queued under a key, and the queue holds at
+most one frame per key: a newer one takes the older one's place while it waits. A peer
+that reads slower than a command prints is then sent the output as it is when it gets
+to it, not every tail it missed, so it never falls behind for it and the bytes it is
+sent stay below the output's (docs/acp.md, "Slow clients"). A frame the writer has taken
+is on its way and stays as it is.
+
 Frames are capped (MAX_FRAME): a longer line gets a JSON-RPC error and is skipped, and
 the connection stays usable, as it does after malformed JSON or an unknown method.
 
@@ -25,7 +33,7 @@ import itertools
 import json
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -94,6 +102,17 @@ class Handler(Protocol):
     def on_close(self, conn: Connection) -> None: ...
 
 
+class _Queued:
+    """A frame waiting to be written; one queued under a key (`replaces`) may be swapped
+    for a newer frame of the same key until the writer takes it."""
+
+    __slots__ = ("frame", "key")
+
+    def __init__(self, frame: bytes, key: Hashable | None) -> None:
+        self.frame = frame
+        self.key = key
+
+
 ResponseCallback = Callable[[Any, "RpcError | None"], None]
 """Called with (result, None) or (None, error) when the peer answers a request of ours."""
 
@@ -117,7 +136,9 @@ class Connection:
         self._max_outbound = max_outbound
         self._lock = threading.Lock()
         self._ready = threading.Condition(self._lock)
-        self._outbound: deque[bytes] = deque()
+        self._outbound: deque[_Queued] = deque()
+        self._replaceable: dict[Hashable, _Queued] = {}
+        """The queued frame of each key, while the writer has not taken it."""
         self._queued = 0
         self._closing = False
         self._shut = False
@@ -156,16 +177,27 @@ class Connection:
 
     # --- sending ---------------------------------------------------------------------
 
-    def send_bytes(self, frame: bytes) -> bool:
-        """Queue a frame; False when the connection is closing. Never blocks."""
+    def send_bytes(self, frame: bytes, *, replaces: Hashable | None = None) -> bool:
+        """Queue a frame; False when the connection is closing. Never blocks. With
+        `replaces`, a frame of that key still waiting in the queue is replaced in place
+        by this one (a newer state of the same thing: it goes out where the older would
+        have), else this one is queued under the key."""
         with self._lock:
             if self._closing:
                 return False
-            if self._queued + len(frame) > self._max_outbound:
+            waiting = self._replaceable.get(replaces) if replaces is not None else None
+            growth = len(frame) - (len(waiting.frame) if waiting is not None else 0)
+            if self._queued + growth > self._max_outbound:
                 self._drop_locked()
                 return False
-            self._outbound.append(frame)
-            self._queued += len(frame)
+            if waiting is not None:
+                waiting.frame = frame
+            else:
+                queued = _Queued(frame, replaces)
+                self._outbound.append(queued)
+                if replaces is not None:
+                    self._replaceable[replaces] = queued
+            self._queued += growth
             self._ready.notify()
         return True
 
@@ -198,13 +230,14 @@ class Connection:
         """Too far behind: replace the backlog with one notice, then close, or cut the
         peer off if it takes nothing within DROP_GRACE."""
         self.dropped = True
-        self._queued -= sum(len(frame) for frame in self._outbound)
+        self._queued -= sum(len(queued.frame) for queued in self._outbound)
         self._outbound.clear()
+        self._replaceable.clear()
         notice = notification(
             "_codecoder/dropped",
             {"reason": f"fell more than {self._max_outbound} bytes behind; reattach to go on"},
         )
-        self._outbound.append(notice)
+        self._outbound.append(_Queued(notice, None))
         self._queued += len(notice)
         self._closing = True
         self._ready.notify()
@@ -222,11 +255,14 @@ class Connection:
                     self._ready.wait()
                 if not self._outbound:
                     break
-                frames = [self._outbound.popleft()]
-                size = len(frames[0])
-                while self._outbound and size < WRITE_BATCH:
-                    frames.append(self._outbound.popleft())
-                    size += len(frames[-1])
+                frames: list[bytes] = []
+                size = 0
+                while self._outbound and (not frames or size < WRITE_BATCH):
+                    queued = self._outbound.popleft()
+                    if queued.key is not None:  # taken: a newer frame queues anew
+                        del self._replaceable[queued.key]
+                    frames.append(queued.frame)
+                    size += len(queued.frame)
             try:
                 self._write(b"".join(frames))
             except (OSError, ValueError):

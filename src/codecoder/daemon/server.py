@@ -50,7 +50,7 @@ class DaemonServer:
     def __init__(self, hub: Hub, path: Path | None = None) -> None:
         self.hub = hub
         self.path = path or paths.daemon_socket()
-        self.handler = AcpHandler(hub, on_shutdown=self.request_stop)
+        self.handler = AcpHandler(hub, on_shutdown=self.request_stop, socket=str(self.path))
         self._stop = threading.Event()
         self._lock_fd: int | None = None
         self._listener: socket.socket | None = None
@@ -67,7 +67,7 @@ class DaemonServer:
             raise DaemonError(f"the socket path is too long for a Unix socket: {self.path}")
         folder = self.path.parent
         _own_private_folder(folder)
-        self._lock_fd = _lock(folder / "daemon.lock")
+        self._lock_fd = _lock(lock_path(self.path))
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()  # we hold the lock: a socket here is a dead daemon's
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -230,6 +230,33 @@ def _own_private_folder(folder: Path) -> None:
         raise DaemonError(f"{folder} is not a folder of yours: refusing to put the socket there")
     if stat.S_IMODE(info.st_mode) != 0o700:
         os.chmod(folder, 0o700)
+
+
+def lock_path(socket_path: Path) -> Path:
+    """The lock file a running daemon holds, next to its socket."""
+    return socket_path.parent / "daemon.lock"
+
+
+def lock_holder(path: Path) -> int | None:
+    """The pid of the daemon that holds the lock file `path` (0 if it wrote none yet), or
+    None when no process holds it. Asked when the socket does not answer, and while a
+    stopping daemon is waited for: it lets go of the lock last, once its sessions are
+    committed and its socket removed. The probe takes a shared lock for an instant: a
+    daemon starting in that instant is told one runs, as it would be a moment earlier."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            text = os.read(fd, 32).decode(errors="replace").strip()
+            return int(text) if text.isdigit() else 0
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
 
 
 def _lock(path: Path) -> int:

@@ -608,10 +608,15 @@ class LiveSession:
         self._extension("_codecoder/status", params)
 
     def _send(self, frame: bytes, *, tail_of: str | None = None) -> None:
+        """Keep `frame` for late clients and queue it for every attached one. An output
+        tail of call `tail_of` replaces the call's tail still waiting in a client's queue
+        (rpc.Connection): each carries the output so far, so a client that reads slowly
+        gets the latest, not every one it was too slow for."""
+        replaces = (self.id, tail_of) if tail_of is not None else None
         with self._lock:
             self._keep(frame, tail_of)
             for conn in self._subscribers:
-                conn.send_bytes(frame)
+                conn.send_bytes(frame, replaces=replaces)
 
     def _keep(self, frame: bytes, tail_of: str | None = None) -> None:
         """Keep `frame` for clients that attach mid-turn. A frame of call `tail_of`'s
