@@ -459,14 +459,3 @@ def test_demo_with_a_broken_config_is_a_usage_error(isolated_home: Path) -> None
     )
     assert result.returncode == 2 and "config.toml" in result.stderr
     assert "Traceback" not in result.stderr
-
-
-def test_demo_replays_and_fixes_the_example_project() -> None:
-    result = subprocess.run(
-        [*CLI, "demo", "--speed", "50"], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert result.returncode == 0, result.stderr
-    out = result.stdout
-    assert out.count("run_command") == 2 and "FAILED (failures=2)" in out
-    assert out.rstrip().splitlines()[-1].startswith("tokens:")
-    assert "Ran 6 tests" in out and "\n  │ OK" in out

@@ -1,4 +1,5 @@
-"""Rendering events as a person reads them in a terminal (the demo, and later the REPL).
+"""Rendering events as lines of a log: `codecoder demo` when its output is not a
+terminal (piped, CI). In a terminal the demo runs in the terminal client (cli/tui/).
 
 Plain ANSI escapes rather than a rendering library: the demo must start fast and the
 output must stay readable when piped (colours only on a terminal).

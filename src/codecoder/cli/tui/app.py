@@ -132,6 +132,9 @@ class Client:
         self._print_due = False
         self.plan: PlanDriver | None = None
         """The plan running (/plan), if one is: the client is busy "plan" meanwhile."""
+        self.after_turn: Callable[[Done | None], None] | None = None
+        """Called when a turn is over, instead of running what waits: `codecoder demo`
+        leaves then, since its recorded model has nothing more to say."""
         from codecoder.cli.tui.screen import Screen
 
         self.screen: Screen = Screen(self, color=color)
@@ -390,7 +393,7 @@ class Client:
                 or (isinstance(event, StatusUpdate) and event.notice == "compact")
             )
         ):
-            self._turn_over()
+            self._turn_over(event if isinstance(event, Done) else None)
 
     def _remote_status(self, backend: Backend, event: ModeChanged | RequestResolved) -> None:
         """A daemon session: another client switched the mode, or answered a question
@@ -426,10 +429,13 @@ class Client:
         self._flush()
         self.screen.app.exit(result=EXIT_FAILED)
 
-    def _turn_over(self) -> None:
+    def _turn_over(self, done: Done | None) -> None:
         self.busy = "plan" if self.plan is not None else ""  # a plan's turn: it goes on
         self.asking.dismiss_all("the turn ended")
         self.screen.app.layout.focus(self.screen.input)
+        if self.after_turn is not None and not self.busy:
+            self.after_turn(done)
+            return
         self._next()
 
     def _flush(self, *, streaming: bool = False) -> None:
