@@ -67,8 +67,13 @@ def test_the_composition_root_imports_no_face() -> None:
         assert not bad, f"app/{name} imports {bad}"
 
 
-_DAEMON_FOR_THE_CLI = ("codecoder.daemon.client", "codecoder.daemon.main")
-"""What the CLI may use of the daemon: its client, and its entry points."""
+_DAEMON_FOR_THE_CLI = (
+    "codecoder.daemon.client",
+    "codecoder.daemon.main",
+    "codecoder.daemon.control",
+)
+"""What the CLI may use of the daemon: its client, its entry points, and the status and
+stop that `codecoder daemon` and `doctor` ask of a running one."""
 
 
 def test_the_daemon_imports_no_cli_and_the_cli_no_daemon_internals() -> None:

@@ -108,13 +108,13 @@ def run_daemon(options: argparse.Namespace) -> int:
         return _usage(f"`codecoder daemon` takes status or stop, not {options.action!r}{hint}")
     if options.detach:
         return _usage(f"--detach does not go with `codecoder daemon {options.action}`")
-    from codecoder.daemon import control
+    from codecoder.daemon.control import status, stop
 
     if options.action == "status":
-        return control.status(as_json=options.json)
+        return status(as_json=options.json)
     if not options.timeout > 0:
         return _usage("--timeout must be above 0")
-    return control.stop(timeout=options.timeout)
+    return stop(timeout=options.timeout)
 
 
 def _usage(message: str) -> int:
