@@ -191,9 +191,9 @@ def test_sessions_listed_newest_first_per_folder(store: SessionStore, tmp_path: 
 def test_id_prefixes_resolve_or_fail_clearly(store: SessionStore) -> None:
     session = store.create("/", "m/m")
     assert store.resolve(session) == session
-    assert store.resolve(session[:8].upper() + " ") == session
-    with pytest.raises(SessionError, match="at least 8 characters"):
-        store.resolve(session[:7])
+    assert store.resolve(session[:4].upper() + " ") == session
+    with pytest.raises(SessionError, match="at least 4 characters"):
+        store.resolve(session[:3])
     with pytest.raises(UnknownSession, match="no session matches"):
         store.resolve("zzzzzzzz")
     # two ids sharing a prefix, written as another CodeCoder process would write them
@@ -205,7 +205,7 @@ def test_id_prefixes_resolve_or_fail_clearly(store: SessionStore) -> None:
                 ("12345678" + tail * 24,),
             )
     conn.close()
-    with pytest.raises(AmbiguousSession, match="more than one session"):
+    with pytest.raises(AmbiguousSession, match="more than one session id"):
         store.resolve("12345678")
     assert store.resolve("12345678b") == "12345678" + "b" * 24
 

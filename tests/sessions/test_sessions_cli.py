@@ -113,7 +113,7 @@ def test_bad_ids_are_one_clear_line_and_exit_2(
 ) -> None:
     seed(xdg_data, tmp_path)
     for argv, message in [
-        (("show", "abc"), "too short: give at least 8 characters"),
+        (("show", "abc"), "too short: give at least 4 characters"),
         (("show", "zzzzzzzzzz"), "no session matches 'zzzzzzzzzz'"),
         (("export", "0000000000"), "no session matches"),
     ]:

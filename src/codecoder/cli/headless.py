@@ -48,6 +48,7 @@ from codecoder.kernel.events import (
     Usage,
 )
 from codecoder.kernel.handle import AgentClosed, AgentHandle
+from codecoder.permissions.explain import unattended_lines
 from codecoder.sessions.errors import SessionError
 from codecoder.terminal_text import visible
 
@@ -212,11 +213,30 @@ class _Runner:
             self.answer.clear()  # only the text after the last tool call is the answer
             _progress(f"▸ {event.name} {_brief(event.args)}")
         elif isinstance(event, ToolFinished):
-            _progress(f"  {_status_mark(event)} {event.name}")
+            self._finished(event)
         elif isinstance(event, StatusUpdate) and event.status == "retrying":
             _progress(f"retrying {event.detail}")  # "retrying in 2.0 s (attempt 2 of 6): …"
         elif isinstance(event, Subagent):
             return
+
+    def _finished(self, event: ToolFinished) -> None:
+        """The call's mark; a call that could not run says why, and a refused one how to
+        allow it (the reason in the event is written for the model)."""
+        error = event.error
+        if error is None:
+            _progress(f"  {_status_mark(event)} {event.name}")
+            return
+        policy = self.setup.policy
+        refusal = None
+        if error.kind == "denied" and policy is not None and self.replies is None:
+            refusal = policy.refusal(event.id, event.name)
+        if refusal is None:
+            _progress(f"  ✗ {event.name}: {error.message}")
+            return
+        what = "" if refusal.command is None else f": {_cut(refusal.command, 200)}"
+        _progress(f"  ✗ {event.name} refused{what}")
+        for line in unattended_lines(refusal):
+            _progress(f"    {line}")
 
     def _steer(self, text: str) -> None:
         """A `{"type": "steer"}` line (on the stdin-replies thread)."""
@@ -385,6 +405,11 @@ def _status_mark(event: ToolFinished) -> str:
 def _brief(args: dict[str, Any]) -> str:
     text = " ".join(str(v) for v in args.values())
     return text if len(text) <= 80 else text[:77] + "…"
+
+
+def _cut(text: str, limit: int) -> str:
+    """At most `limit` characters: a progress line stays a line."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _progress(line: str) -> None:

@@ -23,7 +23,7 @@ def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
         description="Replay a session from its record: no model, no person, no tool is "
         "asked; the history and the events must come out the same.",
     )
-    replay.add_argument("session", help="session id or a prefix of at least 8 characters")
+    replay.add_argument("session", help="session id or a prefix of at least 4 characters")
     replay.add_argument(
         "--live-tools",
         nargs="?",

@@ -43,11 +43,11 @@ def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
     actions = sessions.add_subparsers(dest="sessions_action", metavar="ACTION")
 
     show = actions.add_parser("show", help="print a session's transcript")
-    show.add_argument("id", help="session id or a prefix of at least 8 characters")
+    show.add_argument("id", help="session id or a prefix of at least 4 characters")
     show.set_defaults(func=show_cmd)
 
     export = actions.add_parser("export", help="write a session's complete history to stdout")
-    export.add_argument("id", help="session id or a prefix of at least 8 characters")
+    export.add_argument("id", help="session id or a prefix of at least 4 characters")
     export.add_argument("--format", choices=("jsonl", "markdown"), default="jsonl")
     export.add_argument(
         "--as-script",
@@ -57,7 +57,7 @@ def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
     export.set_defaults(func=export_cmd)
 
     fork = actions.add_parser("fork", help="branch a session into a new one; prints its id")
-    fork.add_argument("id", help="session id or a prefix of at least 8 characters")
+    fork.add_argument("id", help="session id or a prefix of at least 4 characters")
     fork.add_argument(
         "--at", type=int, metavar="MESSAGE_ID", help="the last message to copy (default: all)"
     )

@@ -45,6 +45,11 @@ _Unload = tuple[str, "LiveSession | None", "Callable[[], object] | None"]
 the answer of a session/close waiting for it."""
 
 
+ID_PREFIX = 4
+"""The shortest id prefix that names a session (sessions/store.py MIN_PREFIX, not imported:
+the store is loaded with the first session)."""
+
+
 class UnloadPolicy(NamedTuple):
     """When the hub unloads an idle session (no client attached, no turn running or
     queued): `[daemon] idle_unload` and `max_idle` (docs/config.md says why these)."""
@@ -116,6 +121,7 @@ class Hub:
         stored session with the defaults."""
         import msgspec
 
+        session_id = self.resolve(session_id)
         live = self.find(session_id)
         if live is not None:
             return live
@@ -132,6 +138,7 @@ class Hub:
         unloaded. A session retired while we looked is waited for and loaded again."""
         if not isinstance(session_id, str):
             raise RpcError(INVALID_PARAMS, "`sessionId` must be a string")
+        session_id = self.resolve(session_id)
         for _ in range(3):
             live = self.find(session_id)
             if live is None and load and self._unloaded(session_id) is not None:
@@ -143,12 +150,33 @@ class Hub:
             self._wait_unloaded(live.id)
         raise RpcError(SERVER_ERROR, f"the session {session_id!r} is being unloaded: try again")
 
+    def resolve(self, ref: str) -> str:
+        """The id a client's `sessionId` names: a session's of this process, else the one
+        stored session whose id starts with it (ID_PREFIX characters at least, unique
+        among all stored sessions, as the command line takes it: sessions/store.py).
+        RESOURCE_NOT_FOUND says which sessions an ambiguous prefix matches."""
+        with self._lock:
+            if ref in self._sessions or ref in self._options:
+                return ref
+        from codecoder import paths
+
+        if not paths.sessions_db().exists():
+            return ref
+        from codecoder.sessions import SessionError, SessionStore
+
+        try:
+            with SessionStore() as store:
+                return store.resolve(ref)
+        except SessionError as exc:
+            raise RpcError(RESOURCE_NOT_FOUND, str(exc)) from exc
+
     def find(self, session_id: str) -> LiveSession | None:
-        """A live session by id, or by a prefix of at least 8 characters that names one."""
+        """A live session by id, or by a prefix of ID_PREFIX characters or more that
+        names one of them."""
         with self._lock:
             if session_id in self._sessions:
                 return self._sessions[session_id]
-            if len(session_id) < 8:
+            if len(session_id) < ID_PREFIX:
                 return None
             found = [s for key, s in self._sessions.items() if key.startswith(session_id)]
         return found[0] if len(found) == 1 else None
@@ -250,10 +278,10 @@ class Hub:
 
     def _unloaded_key(self, session_id: str) -> str | None:
         """Under the lock: the id of an unloaded session `session_id` names (the id or a
-        prefix of at least 8 characters of one)."""
+        prefix of ID_PREFIX characters or more of one)."""
         if session_id in self._options and session_id not in self._sessions:
             return session_id
-        if len(session_id) < 8:
+        if len(session_id) < ID_PREFIX:
             return None
         found = [
             key for key in self._options if key.startswith(session_id) and key not in self._sessions

@@ -35,7 +35,7 @@ import re
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import msgspec
 
@@ -53,6 +53,7 @@ from codecoder.permissions.calls import (
     UrlPart,
     analyse,
 )
+from codecoder.permissions.explain import Refusal
 from codecoder.permissions.fullauto import full_auto_concern
 from codecoder.permissions.matching import carriers, covers_carried, rule_matches, values
 from codecoder.permissions.modes import NEEDS_A_PERSON, ApprovalMode
@@ -77,6 +78,14 @@ from codecoder.permissions.trust import (
 )
 
 _STRICTNESS = {"allow": 0, "ask": 1, "deny": 2}
+_REFUSALS_KEPT = 32
+_WIDER_MODES: dict[ApprovalMode, tuple[ApprovalMode, ...]] = {
+    "never-ask": ("auto-edit", "full-auto"),
+    "ask": ("auto-edit", "full-auto"),
+    "auto-edit": ("full-auto",),
+}
+"""The modes that allow more without asking than each mode, narrowest first: what a
+refusal may suggest instead of a rule."""
 _WILDCARD = re.compile(r"[*?\[]")
 _NOBODY_TO_ASK = (
     "nobody can answer in this run (never-ask): decide on your own and say in your "
@@ -123,6 +132,16 @@ class _Grants:
         return False
 
 
+class _Stopped(NamedTuple):
+    """A call the policy refused or asked about, as it was read (RulePolicy.refusal)."""
+
+    call: ToolCall
+    decision: Decision
+    parts: list[Part]
+    mode: ApprovalMode
+    escalated: bool
+
+
 class RulePolicy:
     """The PermissionPolicy of a session (kernel.ports). Thread-safe: sub-agents share it."""
 
@@ -148,6 +167,7 @@ class RulePolicy:
         self._grants = _Grants()
         self._refusals = _Grants()
         self._asked: tuple[ToolCall, list[Part]] | None = None
+        self._refused: dict[str, _Stopped] = {}
         self._lock = threading.Lock()
         self.edit_tracked_gitignore = False
         """May the first project rule add its file to a .gitignore that git tracks? Set by
@@ -220,10 +240,22 @@ class RulePolicy:
 
     def decide(self, tool: Tool, call: ToolCall) -> Decision:
         mode = self._mode
+        decision, parts = self._decide(tool, call, mode)
+        if decision.verdict != "allow":
+            self._note_refusal(_Stopped(call, decision, parts, mode, is_escalation(tool, call)))
+        if decision.verdict == "ask" and mode == "never-ask":
+            reason = _never_ask_reason(decision.reason)
+            return msgspec.structs.replace(decision, verdict="deny", reason=reason)
+        return decision
+
+    def _decide(
+        self, tool: Tool, call: ToolCall, mode: ApprovalMode
+    ) -> tuple[Decision, list[Part]]:
+        """The verdict before never-ask turns an ask into a deny, and the parts read."""
         if mode == "read-only" and tool.risk != "read" and tool.name != COMMAND_TOOL:
-            return Decision("deny", f"{tool.name}: {_ONLY_READS}", level="mode")
+            return Decision("deny", f"{tool.name}: {_ONLY_READS}", level="mode"), []
         if mode == "never-ask" and tool.name in NEEDS_A_PERSON:
-            return Decision("deny", _NOBODY_TO_ASK, level="mode")
+            return Decision("deny", _NOBODY_TO_ASK, level="mode"), []
         parts = analyse(tool, call, self.scope)
         with self._lock:
             self._asked = (call, parts)  # an answer to its question reuses the analysis
@@ -232,7 +264,7 @@ class RulePolicy:
             writer = next((p for p in parts if not _only_reads(p)), None)
             if writer is not None:
                 reason = f"{_describe(writer)} may change something, and {_ONLY_READS}"
-                return Decision("deny", reason, level="mode", parts=described)
+                return Decision("deny", reason, level="mode", parts=described), parts
         escalated = is_escalation(tool, call)
         with self._lock:
             refused = self._refusals.covers_call(tool, call) or any(
@@ -240,14 +272,58 @@ class RulePolicy:
             )
             if refused or (escalated and self._refusals.covers_call(tool, call, escalated=True)):
                 reason = "you denied this for the rest of the session"
-                return Decision("deny", reason, level="refusal", parts=described)
+                return Decision("deny", reason, level="refusal", parts=described), parts
             granted = self._grants.covers_call(tool, call, escalated=escalated)
             decisions = [self._judge(part, granted, mode, escalated) for part in parts]
-        decision = msgspec.structs.replace(_strictest(decisions), parts=described)
-        if decision.verdict == "ask" and mode == "never-ask":
-            reason = _never_ask_reason(decision.reason)
-            return msgspec.structs.replace(decision, verdict="deny", reason=reason)
-        return decision
+        return msgspec.structs.replace(_strictest(decisions), parts=described), parts
+
+    # --- explain -------------------------------------------------------------------
+
+    def _note_refusal(self, stopped: _Stopped) -> None:
+        """Keep what a refused or asked call was read as, so that a face with nobody to
+        answer can tell the person why it did not run (`refusal`). Only the last few are
+        kept: a face asks right after the call finishes."""
+        with self._lock:
+            self._refused[stopped.call.id] = stopped
+            while len(self._refused) > _REFUSALS_KEPT:
+                del self._refused[next(iter(self._refused))]
+
+    def refusal(self, call_id: str, name: str) -> Refusal | None:
+        """Why the call `call_id` of tool `name` was refused or asked about, with what
+        would let it run; None when the policy did not stop it (a hook did)."""
+        with self._lock:
+            kept = self._refused.pop(call_id, None)
+        if kept is None or kept.call.name != name:
+            return None
+        call, decision, parts, mode, escalated = kept
+        stopping = [p for p in parts if self._stops(p, mode, escalated)]
+        rules = _allow_rules(stopping, escalated=escalated)
+        modes: tuple[ApprovalMode, ...] = ()
+        if decision.verdict == "ask" and decision.level == "default" and not escalated:
+            modes = tuple(
+                other
+                for other in _WIDER_MODES.get(mode, ())
+                if parts and not any(self._stops(p, other, escalated) for p in parts)
+            )
+        reason = decision.reason.replace(_ONLY_READS, "read-only mode lets nothing change")
+        if decision.reason == _NOBODY_TO_ASK:
+            reason = f"{call.name} asks a person, and never-ask offers no one to ask"
+        return Refusal(
+            decision,
+            reason,
+            mode,
+            command=call.args.get("command") if call.name == COMMAND_TOOL else None,
+            rules=rules,
+            modes=modes,
+            trusted=self.trusted,
+            held_back=self.held_back is not None,
+            user_file=str(paths.config_dir() / "config.toml"),
+            project_dir=str(paths.project_dir(self.workspace)),
+        )
+
+    def _stops(self, part: Part, mode: ApprovalMode, escalated: bool) -> bool:
+        with self._lock:
+            return self._judge(part, False, mode, escalated).verdict != "allow"
 
     def _judge(
         self, part: Part, granted: bool, mode: ApprovalMode, escalated: bool = False
@@ -390,18 +466,7 @@ class RulePolicy:
         """One exact rule per part not yet allowed; a carried command is covered by the
         exact rule of a carrier that is written too. For an escalation, the commands'
         rules are `unsandboxed(…)`."""
-        pending = {p.command for p in parts if isinstance(p, CommandPart)}
-        parts = [
-            p
-            for p in parts
-            if not (isinstance(p, CommandPart) and pending.intersection(carriers(p.command)))
-        ]
-        texts = [text for text in map(_rule_text, parts) if text is not None]
-        if escalated:
-            prefix = f"{COMMAND_TOOL}("
-            texts = [
-                UNSANDBOXED + t[len(COMMAND_TOOL) :] if t.startswith(prefix) else t for t in texts
-            ]
+        texts = [text for text in _rule_texts(parts, escalated=escalated) if text is not None]
         if not texts:
             return
         from codecoder.permissions import tomlfile  # only an "always" answer writes
@@ -426,6 +491,35 @@ def is_escalation(tool: Tool, call: ToolCall) -> bool:
     """Whether the call asks to run a command outside the sandbox (`sandbox: false`):
     any `sandbox` but `true` counts, whatever a tool's check would make of it."""
     return tool.name == COMMAND_TOOL and call.args.get("sandbox", True) is not True
+
+
+def _rule_texts(parts: list[Part], *, escalated: bool) -> list[str | None]:
+    """The exact allow rule of each part (None where no rule can express it); a carried
+    command is left to the exact rule of a carrier among `parts`. For an escalation, the
+    commands' rules are `unsandboxed(…)`."""
+    pending = {p.command for p in parts if isinstance(p, CommandPart)}
+    parts = [
+        p
+        for p in parts
+        if not (isinstance(p, CommandPart) and pending.intersection(carriers(p.command)))
+    ]
+    texts = list(map(_rule_text, parts))
+    if escalated:
+        prefix = f"{COMMAND_TOOL}("
+        texts = [
+            UNSANDBOXED + t[len(COMMAND_TOOL) :] if t is not None and t.startswith(prefix) else t
+            for t in texts
+        ]
+    return texts
+
+
+def _allow_rules(parts: list[Part], *, escalated: bool) -> tuple[str, ...]:
+    """The allow rules that together let `parts` run; none when one of them cannot be
+    allowed by a rule (a protected write, a command the check cannot follow)."""
+    texts = _rule_texts(parts, escalated=escalated)
+    if not texts or any(text is None for text in texts):
+        return ()
+    return tuple(dict.fromkeys(text for text in texts if text is not None))
 
 
 def _escalation_rules(rules: tuple[Rule, ...]) -> tuple[Rule, ...]:

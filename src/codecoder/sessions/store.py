@@ -62,9 +62,13 @@ from codecoder.sessions.records import (
 )
 from codecoder.sessions.repair import repair
 from codecoder.sessions.schema import BYTES_PER_TOKEN, migrate
+from codecoder.terminal_text import visible
 
 BUSY_TIMEOUT = 5.0
-MIN_PREFIX = 8
+MIN_PREFIX = 4
+"""Characters of a session id that name it where they are unique (git takes 4 too)."""
+CANDIDATES_SHOWN = 5
+"""Sessions an ambiguous id prefix lists."""
 LOAD_CHUNK = 512
 _decode_message = msgspec.json.Decoder(Message).decode
 
@@ -134,7 +138,9 @@ class SessionStore:
         return SessionInfo(*row)
 
     def resolve(self, ref: str) -> str:
-        """The full id of the one session whose id starts with `ref` (≥ 8 characters)."""
+        """The full id of the one session whose id starts with `ref` (at least MIN_PREFIX
+        characters, as git takes a commit's). An ambiguous one lists the sessions it
+        matches, so the user sees how much to add."""
         prefix = ref.strip().lower()
         if len(prefix) < MIN_PREFIX:
             raise SessionError(
@@ -143,17 +149,22 @@ class SessionStore:
         rows = (
             self._conn()
             .execute(
-                "SELECT id FROM sessions WHERE id >= ? AND id < ? ORDER BY id LIMIT 2",
-                (prefix, prefix + "\uffff"),
+                "SELECT id, title, cwd FROM sessions WHERE id >= ? AND id < ?"
+                " ORDER BY updated_at DESC, id LIMIT ?",
+                (prefix, prefix + "\uffff", CANDIDATES_SHOWN + 1),
             )
             .fetchall()
         )
         if not rows:
             raise UnknownSession(f"no session matches {ref!r}")
         if len(rows) > 1:
+            shown = "; ".join(
+                visible(f"{sid[:12]} {(title or '(untitled)')[:40]} in {cwd}", one_line=True)
+                for sid, title, cwd in rows[:CANDIDATES_SHOWN]
+            )
+            more = ", …" if len(rows) > CANDIDATES_SHOWN else ""
             raise AmbiguousSession(
-                f"{ref!r} matches more than one session ({rows[0][0][:12]}…, "
-                f"{rows[1][0][:12]}…): give more characters"
+                f"{ref!r} starts more than one session id: {shown}{more}; give more characters"
             )
         return rows[0][0]
 

@@ -1,7 +1,8 @@
 """The agent's questions in the client, one at a time (questions.py has what each says):
 a confirmation prints what it approves and shows its menu; an AskUser its choices and an
-answer line. A question takes keys only once the user has stopped typing; an answer goes
-into the question's oneshot, and the next question, if any, comes up."""
+answer line. A question takes keys only once the user has stopped typing, and a menu
+only a key on its own (questions.py); an answer goes into the question's oneshot, and the
+next question, if any, comes up."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from codecoder.cli.tui.diffs import Diff
-from codecoder.cli.tui.questions import ARM_AFTER, Question, ask_lines, menu
+from codecoder.cli.tui.questions import ARM_AFTER, TYPED, Question, ask_lines, menu
 from codecoder.cli.tui.text import safe_line
 from codecoder.kernel.events import AskUser, ConfirmRequest
 
@@ -115,10 +116,34 @@ class Asking:
         question = self.head
         return question is not None and question.mode in ("answer", "message")
 
-    def menu_key(self, key: str) -> None:
+    def menu_key(self, key: str, *, alone: bool = True) -> None:
+        """A key at the menu. It answers only if it came on its own (`alone`: no other
+        key in the same read) with no key within ARM_AFTER before it, and none follows
+        within ARM_AFTER: so it is taken after that wait."""
         question = self.head
         if question is None:
             return
+        question.keys += 1
+        now = time.monotonic()
+        if not alone or now - self.client.last_key < ARM_AFTER:
+            question.complaint = TYPED + (" (y or n)" if question.mode == "gitignore" else "")
+            self.client.screen.app.output.bell()
+            self.client.screen.app.invalidate()
+            return
+        loop = self.client.screen.app.loop
+        if loop is None:
+            self._take_key(question, key)
+            return
+        count = question.keys
+        loop.call_later(ARM_AFTER, lambda: self._key_alone(question, key, count))
+
+    def _key_alone(self, question: Question, key: str, count: int) -> None:
+        """ARM_AFTER after `key`: it answers if no key came since and the question still
+        waits at its menu."""
+        if question is self.head and question.keys == count and question.mode != "message":
+            self._take_key(question, key)
+
+    def _take_key(self, question: Question, key: str) -> None:
         if question.mode == "gitignore":
             if key.lower() in ("y", "n"):
                 self._gitignore_answer(question, key.lower() == "y")

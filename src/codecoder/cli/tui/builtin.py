@@ -186,7 +186,7 @@ def _sessions(host: Host, arguments: str) -> None:
         mark = "•" if info.id == current else " "
         title = (info.title or "(untitled)")[:50]
         host.say(f"{mark} {info.id[:8]}  {age(now - info.updated_at):>9}  {info.model:<28} {title}")
-    host.say("/resume ID goes on with one (a prefix of 8 characters is enough)", "dim")
+    host.say("/resume ID goes on with one (its first 4 characters, where unique)", "dim")
 
 
 def _session_ids(host: Host) -> list[str]:

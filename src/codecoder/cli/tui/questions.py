@@ -3,7 +3,10 @@ one-key answers; an AskUser shows its choices and takes a number or free text.
 
 A question is put to the user only once they have stopped typing (`ARM_AFTER`): keys
 already on their way when it appeared go to the message being typed, never into the
-answer. Any key that is not an answer asks again.
+answer. After that, a menu is answered by one key on its own: a key with another within
+`ARM_AFTER` before or after it is text being typed ("yes please" must not approve with
+its `y`), and so is a key that came in one read with others (a paste). Any key that is
+not an answer asks again.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ CHOICES: tuple[tuple[str, str, Decision], ...] = (
     ("d", "deny, for the rest of the session", "deny_session"),
 )
 UNTRUSTED = "(saved now; in later sessions it applies once you /trust this folder)"
+ONE_KEY = "one key on its own answers"
+TYPED = "typed text is not an answer: press one key on its own"
 
 
 class Question(msgspec.Struct):
@@ -44,6 +49,8 @@ class Question(msgspec.Struct):
     """The lines saying what a confirmation approves (worked out on the pump thread)."""
     settled: bool = False
     """It has taken keys once (the user stopped typing): it goes on taking them."""
+    keys: int = 0
+    """Keys pressed at its menu so far: a key is an answer when none follows it."""
 
     @property
     def confirm(self) -> bool:
@@ -120,7 +127,7 @@ def what_it_approves(event: ConfirmRequest, workspace: Path) -> tuple[list[str],
 
 def menu(question: Question, *, trusted: bool | None) -> list[tuple[str, str]]:
     """The menu as (style, text) fragments for prompt_toolkit, one answer a line."""
-    out: list[tuple[str, str]] = [("class:question", "Allow it?")]
+    out: list[tuple[str, str]] = [("class:question", "Allow it?"), ("class:queued", f"  {ONE_KEY}")]
     for letter, text, _ in CHOICES:
         note = f"  {UNTRUSTED}" if letter == "p" and trusted is False else ""
         out += [("", "\n  "), ("class:key", letter), ("", f"  {text}"), ("class:queued", note)]

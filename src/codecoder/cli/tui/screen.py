@@ -294,11 +294,12 @@ class Screen:
                 return
             if press.key in _IGNORED:
                 return
-            client.asking.menu_key(press.data if len(press.data) == 1 else str(press.key))
+            key = press.data if len(press.data) == 1 else str(press.key)
+            client.asking.menu_key(key, alone=not event.key_processor.input_queue)
 
         @keys.add(Keys.BracketedPaste, filter=menu)
         def _paste_at_question(event: KeyPressEvent) -> None:
-            client.asking.menu_key("paste")
+            client.asking.menu_key("paste", alone=False)
 
         @keys.add("c-c")
         @keys.add(Keys.SIGINT)
