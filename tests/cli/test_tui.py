@@ -310,6 +310,25 @@ def test_slash_commands_never_reach_the_model(terminals: list[Terminal], tmp_pat
     assert user_messages(tmp_path) == ["a real question"]
 
 
+def test_cost_while_the_answer_streams_is_a_block_above_it(
+    terminals: list[Terminal], tmp_path: Path
+) -> None:
+    slow = {"token_delay": 0.02, "parts": ["word " * 150 + "end."]}
+    term = start(terminals, tmp_path, [slow])
+    term.line("talk a lot")
+    term.wait(lambda: term.text().count("word") >= 20, what="words")
+    term.line("/cost")
+    term.wait_for("word end.", timeout=30)
+    term.wait_idle()
+    lines = term.text().split("\n")
+    report = [i for i, line in enumerate(lines) if line.startswith(("input tokens", "output tok"))]
+    assert len(report) == 2 and report[1] == report[0] + 1, lines  # a line each
+    words = [i for i, line in enumerate(lines) if "word" in line]
+    assert words[0] > report[1], lines  # the paragraph was not cut: it settled below
+    assert words == list(range(words[0], words[-1] + 1)), lines
+    assert not lines[report[0] - 1].strip(), lines  # a block of its own
+
+
 def test_a_custom_command_sends_its_prompt_with_the_arguments(
     terminals: list[Terminal], tmp_path: Path
 ) -> None:

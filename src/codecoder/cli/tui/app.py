@@ -745,6 +745,11 @@ class Client:
     def say_markdown(self, source: str) -> None:
         self.view.markdown_text(source)
 
+    def say_block(self, lines: list[str]) -> None:
+        """Lines as a block of their own, above the live part (the answer streaming
+        there goes on where it was)."""
+        self.view.block([safe_line(line) for line in lines])
+
     def clear(self) -> None:
         self.screen.clear()
 

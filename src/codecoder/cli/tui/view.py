@@ -133,6 +133,15 @@ class View:
         self._end_text()
         self.line(text, *styles)
 
+    def block(self, lines: list[str], *styles: str) -> None:
+        """Lines of our own (already safe) as a block of their own, between blank lines.
+        What is still open stays open: a report asked for while the answer streams
+        (/cost) settles above the live area and never cuts the paragraph being written."""
+        self.gap()
+        for text in lines:
+            self.line(text, *styles)
+        self.settled.append("\n")
+
     def said(self, text: str, client: str, steer: str = "") -> None:
         """Another client's message to this session, marked with who sent it: a prompt as
         ours is shown (MARK), a steer as the steer lines are (`↪ joined the turn …`)."""
