@@ -383,6 +383,38 @@ def test_resume_shows_the_earlier_conversation(terminals: list[Terminal], tmp_pa
     assert user_messages(tmp_path) == ["the first question", "and now?"]
 
 
+def test_resume_folds_a_cancelled_paragraph_and_shows_attachments_as_typed(
+    terminals: list[Terminal], tmp_path: Path
+) -> None:
+    (tmp_path / "notes.txt").write_text("alpha\nbeta\ngamma\n")
+    slow = {"token_delay": 0.02, "parts": ["word " * 1000]}
+    term = start(terminals, tmp_path, [["Read it."], slow], columns=50)
+    term.line("look at @notes.txt please")
+    term.wait_for("Read it.")
+    term.line("talk a lot")
+    term.wait(lambda: term.text().count("word") >= 150, what="words")
+    term.send("\x03")
+    term.wait_for("⊘ cancelled")
+    term.send("\x04")
+    assert term.exit_code() == 0
+    path = script(tmp_path, [])
+    again = Terminal(
+        ["resume", "--no-daemon", "--script", str(path), "-C", str(tmp_path)],
+        cwd=tmp_path,
+        columns=50,
+    )
+    terminals.append(again)
+    again.ready()
+    again.wait_for("── now ──")
+    shown = again.text()
+    assert f"{MARK} look at @notes.txt please" in shown
+    assert "attached notes.txt (3 lines)" in shown
+    assert "<file" not in shown and "alpha" not in shown
+    rows = [line for line in shown.split("\n") if line.startswith("word")]
+    assert 0 < len(rows) <= 12, rows  # one long paragraph folds as many short lines do
+    assert "more words" in shown and "(interrupted)" in shown
+
+
 def test_ctrl_d_and_two_ctrl_c_leave_cleanly(terminals: list[Terminal], tmp_path: Path) -> None:
     term = start(terminals, tmp_path, [])
     term.send("\x04")
