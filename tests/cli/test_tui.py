@@ -213,6 +213,21 @@ def wait_for_pids(pidfile: Path) -> list[int]:
     raise AssertionError("the command never got going")
 
 
+def test_colour_codes_in_command_output_are_dropped_and_other_sequences_shown(
+    terminals: list[Terminal], tmp_path: Path
+) -> None:
+    command = r"printf '\033[1;31mFAILED\033[0m 2 tests\n\033]0;pwned\007after\n'"
+    term = start(terminals, tmp_path, [[call("run_command", command=command)], ["Seen."]])
+    term.line("run the tests")
+    term.wait_for("Seen.")
+    term.send("\x0f")  # Ctrl+O: the whole output
+    term.wait_for("end of output")
+    shown = term.text()
+    assert shown.count("│ FAILED 2 tests") == 1 and "\nFAILED 2 tests\n" in shown
+    assert "^[[" not in shown
+    assert shown.count("^[]0;pwned^Gafter") == 2  # not a colour: shown, never obeyed
+
+
 def test_ctrl_c_during_a_long_command_brings_the_prompt_back_and_kills_it(
     terminals: list[Terminal], tmp_path: Path
 ) -> None:

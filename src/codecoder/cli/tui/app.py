@@ -33,7 +33,7 @@ from codecoder.cli.tui.backend import Backend, StartFailed, Unavailable
 from codecoder.cli.tui.diffs import Diff, Snapshots
 from codecoder.cli.tui.questions import Question, what_it_approves
 from codecoder.cli.tui.status import Stats, footer, tokens
-from codecoder.cli.tui.text import MARK, cut, safe_line
+from codecoder.cli.tui.text import MARK, cut, safe_line, without_colours
 from codecoder.cli.tui.view import SPINNER, View
 from codecoder.daemon.remote_events import (
     ModeChanged,
@@ -620,7 +620,7 @@ class Client:
             self._notice("no command output yet", 2.0)
             return
         self.view.line(f"── output of {output.title} ({output.lines} lines) ──", "dim")
-        self.view.settled.append(safe_text(output.text))
+        self.view.settled.append(safe_text(without_colours(output.text)))
         self.view.line("── end of output ──", "dim")
         self._flush()
 
