@@ -486,6 +486,24 @@ def test_no_color_and_a_narrow_terminal(terminals: list[Terminal], tmp_path: Pat
     assert "The fix is small: change add in" in term.text()
 
 
+def test_at_50_columns_no_word_is_cut_and_wrapped_code_keeps_its_indent(
+    terminals: list[Terminal], tmp_path: Path
+) -> None:
+    code = "        return some_function_name(argument_one, argument_two, argument_three)"
+    prose = "A paragraph long enough to wrap twice at fifty columns, with no word ever cut."
+    answer = f"{prose}\n\n```python\ndef f():\n{code}\n```\n\nDone."
+    term = start(terminals, tmp_path, [[answer]], columns=50)
+    term.line("show me")
+    term.wait_for("Done.")
+    term.wait_idle()
+    rows = term.text().split("\n")
+    words = {word for row in rows for word in row.split()}
+    assert set(prose.split()) <= words and set(code.split()) <= words, rows  # none cut
+    start_row = rows.index("  def f():")
+    assert rows[start_row + 1].startswith("          return some_function_name("), rows
+    assert rows[start_row + 2].startswith("          argument_"), rows  # its indent kept
+
+
 def test_a_resize_redraws_to_the_new_width(terminals: list[Terminal], tmp_path: Path) -> None:
     term = start(terminals, tmp_path, [["Short answer."]])
     term.resize(30, 60)
