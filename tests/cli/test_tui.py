@@ -499,6 +499,7 @@ def test_at_50_columns_no_word_is_cut_and_wrapped_code_keeps_its_indent(
     rows = term.text().split("\n")
     words = {word for row in rows for word in row.split()}
     assert set(prose.split()) <= words and set(code.split()) <= words, rows  # none cut
+    assert {"turn", "Ctrl+D", "leaves"} <= words, rows  # the banner's too
     start_row = rows.index("  def f():")
     assert rows[start_row + 1].startswith("          return some_function_name("), rows
     assert rows[start_row + 2].startswith("          argument_"), rows  # its indent kept
