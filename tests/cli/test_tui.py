@@ -213,6 +213,21 @@ def wait_for_pids(pidfile: Path) -> list[int]:
     raise AssertionError("the command never got going")
 
 
+def test_colour_codes_in_command_output_are_dropped_and_other_sequences_shown(
+    terminals: list[Terminal], tmp_path: Path
+) -> None:
+    command = r"printf '\033[1;31mFAILED\033[0m 2 tests\n\033]0;pwned\007after\n'"
+    term = start(terminals, tmp_path, [[call("run_command", command=command)], ["Seen."]])
+    term.line("run the tests")
+    term.wait_for("Seen.")
+    term.send("\x0f")  # Ctrl+O: the whole output
+    term.wait_for("end of output")
+    shown = term.text()
+    assert shown.count("│ FAILED 2 tests") == 1 and "\nFAILED 2 tests\n" in shown
+    assert "^[[" not in shown
+    assert shown.count("^[]0;pwned^Gafter") == 2  # not a colour: shown, never obeyed
+
+
 def test_ctrl_c_during_a_long_command_brings_the_prompt_back_and_kills_it(
     terminals: list[Terminal], tmp_path: Path
 ) -> None:
@@ -310,6 +325,25 @@ def test_slash_commands_never_reach_the_model(terminals: list[Terminal], tmp_pat
     assert user_messages(tmp_path) == ["a real question"]
 
 
+def test_cost_while_the_answer_streams_is_a_block_above_it(
+    terminals: list[Terminal], tmp_path: Path
+) -> None:
+    slow = {"token_delay": 0.02, "parts": ["word " * 150 + "end."]}
+    term = start(terminals, tmp_path, [slow])
+    term.line("talk a lot")
+    term.wait(lambda: term.text().count("word") >= 20, what="words")
+    term.line("/cost")
+    term.wait_for("word end.", timeout=30)
+    term.wait_idle()
+    lines = term.text().split("\n")
+    report = [i for i, line in enumerate(lines) if line.startswith(("input tokens", "output tok"))]
+    assert len(report) == 2 and report[1] == report[0] + 1, lines  # a line each
+    words = [i for i, line in enumerate(lines) if "word" in line]
+    assert words[0] > report[1], lines  # the paragraph was not cut: it settled below
+    assert words == list(range(words[0], words[-1] + 1)), lines
+    assert not lines[report[0] - 1].strip(), lines  # a block of its own
+
+
 def test_a_custom_command_sends_its_prompt_with_the_arguments(
     terminals: list[Terminal], tmp_path: Path
 ) -> None:
@@ -362,6 +396,38 @@ def test_resume_shows_the_earlier_conversation(terminals: list[Terminal], tmp_pa
     again.line("and now?")
     again.wait_for("The second answer.")
     assert user_messages(tmp_path) == ["the first question", "and now?"]
+
+
+def test_resume_folds_a_cancelled_paragraph_and_shows_attachments_as_typed(
+    terminals: list[Terminal], tmp_path: Path
+) -> None:
+    (tmp_path / "notes.txt").write_text("alpha\nbeta\ngamma\n")
+    slow = {"token_delay": 0.02, "parts": ["word " * 1000]}
+    term = start(terminals, tmp_path, [["Read it."], slow], columns=50)
+    term.line("look at @notes.txt please")
+    term.wait_for("Read it.")
+    term.line("talk a lot")
+    term.wait(lambda: term.text().count("word") >= 150, what="words")
+    term.send("\x03")
+    term.wait_for("⊘ cancelled")
+    term.send("\x04")
+    assert term.exit_code() == 0
+    path = script(tmp_path, [])
+    again = Terminal(
+        ["resume", "--no-daemon", "--script", str(path), "-C", str(tmp_path)],
+        cwd=tmp_path,
+        columns=50,
+    )
+    terminals.append(again)
+    again.ready()
+    again.wait_for("── now ──")
+    shown = again.text()
+    assert f"{MARK} look at @notes.txt please" in shown
+    assert "attached notes.txt (3 lines)" in shown
+    assert "<file" not in shown and "alpha" not in shown
+    rows = [line for line in shown.split("\n") if line.startswith("word")]
+    assert 0 < len(rows) <= 12, rows  # one long paragraph folds as many short lines do
+    assert "more words" in shown and "(interrupted)" in shown
 
 
 def test_ctrl_d_and_two_ctrl_c_leave_cleanly(terminals: list[Terminal], tmp_path: Path) -> None:
@@ -418,6 +484,25 @@ def test_no_color_and_a_narrow_terminal(terminals: list[Terminal], tmp_path: Pat
     assert not colours, colours[:5]
     assert all(len(line) <= 40 for line in term.text().split("\n"))
     assert "The fix is small: change add in" in term.text()
+
+
+def test_at_50_columns_no_word_is_cut_and_wrapped_code_keeps_its_indent(
+    terminals: list[Terminal], tmp_path: Path
+) -> None:
+    code = "        return some_function_name(argument_one, argument_two, argument_three)"
+    prose = "A paragraph long enough to wrap twice at fifty columns, with no word ever cut."
+    answer = f"{prose}\n\n```python\ndef f():\n{code}\n```\n\nDone."
+    term = start(terminals, tmp_path, [[answer]], columns=50)
+    term.line("show me")
+    term.wait_for("Done.")
+    term.wait_idle()
+    rows = term.text().split("\n")
+    words = {word for row in rows for word in row.split()}
+    assert set(prose.split()) <= words and set(code.split()) <= words, rows  # none cut
+    assert {"turn", "Ctrl+D", "leaves"} <= words, rows  # the banner's too
+    start_row = rows.index("  def f():")
+    assert rows[start_row + 1].startswith("          return some_function_name("), rows
+    assert rows[start_row + 2].startswith("          argument_"), rows  # its indent kept
 
 
 def test_a_resize_redraws_to_the_new_width(terminals: list[Terminal], tmp_path: Path) -> None:

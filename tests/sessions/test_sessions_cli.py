@@ -10,12 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from wcwidth import wcswidth
 
 from codecoder.cli.sessions_cmd import add_parsers, main
 from codecoder.kernel.codec import decode
-from codecoder.kernel.messages import Message
+from codecoder.kernel.messages import Message, Text
 from codecoder.sessions.store import SessionStore
-from tests.sessions.session_samples import every_kind, exchange
+from tests.sessions.session_samples import every_kind, exchange, user_message
 
 
 def seed(db: Path, cwd: Path, model: str = "openai/gpt-5") -> str:
@@ -59,6 +60,35 @@ def test_list_shows_this_folders_sessions_newest_first(
 
     code, out, _ = run(capsys, "-C", str(elsewhere))
     assert code == 0 and out.splitlines()[1].startswith(other[:8])
+
+
+def test_list_aligns_titles_in_wide_characters(
+    xdg_data: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def titled(title: str) -> None:
+        with SessionStore(xdg_data) as store:
+            session = store.create(tmp_path, "openai/gpt-5")
+            store.append(session, Message(id=0, role="system", items=(Text("system"),)))
+            store.append(session, user_message(title, id=1))
+            store.append(session, Message(id=2, role="assistant", items=(Text("ok"),)))
+
+    titled("修复解析器的错误")
+    titled("Fix the parser")
+    titled("Café déjà vu")
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys)
+    assert code == 0
+    rows = out.splitlines()
+    models = {cells(row[: row.index("openai/gpt-5")]) for row in rows[1:]}
+    assert models == {cells(rows[0][: rows[0].index("MODEL")])}, rows  # one column
+
+
+def cells(text: str) -> int:
+    """Columns in a terminal, by wcwidth (the table the terminal client uses)."""
+    return wcswidth(text)
 
 
 def test_list_without_a_store_creates_nothing(

@@ -13,6 +13,7 @@ import shutil
 import sqlite3
 import sys
 import time
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
@@ -160,13 +161,39 @@ def _table(
     model_w = max(5, *(len(row[2]) for row in rows))
     age_w = max(3, *(len(row[3]) for row in rows))
     room = shutil.get_terminal_size((100, 24)).columns - (8 + 2) - (model_w + 2) - (age_w + 2)
-    title_w = max(20, min(room, max(len(row[1]) for row in rows)))
+    title_w = max(20, min(room, max(_cells(row[1]) for row in rows)))
     lines = []
     for row in [("ID", "TITLE", "MODEL", "AGE" if not notes else "AGE/LIVE", "FOLDER"), *rows]:
-        title = row[1] if len(row[1]) <= title_w else row[1][: title_w - 1] + "…"
-        line = f"{row[0]:<8}  {title:<{title_w}}  {row[2]:<{model_w}}  {row[3]:<{age_w}}"
+        title = _fit(row[1], title_w)
+        line = f"{row[0]:<8}  {title}  {row[2]:<{model_w}}  {row[3]:<{age_w}}"
         lines.append((line + "  " + row[4]) if show_folder else line.rstrip())
     return lines
+
+
+def _cells(text: str) -> int:
+    """Columns `text` takes in a terminal: a wide East Asian character takes two, a
+    combining mark none. (`str.ljust` counts characters, and a Chinese or Japanese
+    title pushed every column after it out of line.) The standard library's table, not
+    wcwidth's: `sessions` is a plain command and starts without the client's imports."""
+    if text.isascii():
+        return len(text)
+    return sum(
+        0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
+        for c in text
+    )
+
+
+def _fit(text: str, cells: int) -> str:
+    """`text` cut (with …) and padded to exactly `cells` columns."""
+    if _cells(text) > cells:
+        out, used = [], 0
+        for char in text:
+            used += _cells(char)
+            if used > cells - 1:
+                break
+            out.append(char)
+        text = "".join(out) + "…"
+    return text + " " * (cells - _cells(text))
 
 
 def _home(folder: str) -> str:

@@ -33,7 +33,7 @@ from codecoder.cli.tui.backend import Backend, StartFailed, Unavailable
 from codecoder.cli.tui.diffs import Diff, Snapshots
 from codecoder.cli.tui.questions import Question, what_it_approves
 from codecoder.cli.tui.status import Stats, footer, tokens
-from codecoder.cli.tui.text import MARK, cut, safe_line
+from codecoder.cli.tui.text import MARK, cut, safe_line, width_of, without_colours
 from codecoder.cli.tui.view import SPINNER, View
 from codecoder.daemon.remote_events import (
     ModeChanged,
@@ -225,9 +225,10 @@ class Client:
         if shown.startswith(home + os.sep):
             shown = "~" + shown[len(home) :]
         self.view.line(f"CodeCoder {__version__} · session {backend.session_id[:8]}{where}", "bold")
-        said = safe_line(f"model {backend.model} · approval {backend.mode} · {shown}")
-        self.view.line(said, "dim")
-        self.view.line("/help lists commands and keys · Ctrl+C stops a turn · Ctrl+D leaves", "dim")
+        said = [f"model {safe_line(backend.model)}", f"approval {backend.mode}", safe_line(shown)]
+        hints = ["/help lists commands and keys", "Ctrl+C stops a turn", "Ctrl+D leaves"]
+        for line in [*_joined(said, self.view.width), *_joined(hints, self.view.width)]:
+            self.view.line(line, "dim")
 
     def _window(self, backend: Backend) -> None:
         try:
@@ -620,7 +621,7 @@ class Client:
             self._notice("no command output yet", 2.0)
             return
         self.view.line(f"── output of {output.title} ({output.lines} lines) ──", "dim")
-        self.view.settled.append(safe_text(output.text))
+        self.view.settled.append(safe_text(without_colours(output.text)))
         self.view.line("── end of output ──", "dim")
         self._flush()
 
@@ -745,6 +746,11 @@ class Client:
     def say_markdown(self, source: str) -> None:
         self.view.markdown_text(source)
 
+    def say_block(self, lines: list[str]) -> None:
+        """Lines as a block of their own, above the live part (the answer streaming
+        there goes on where it was)."""
+        self.view.block([safe_line(line) for line in lines])
+
     def clear(self) -> None:
         self.screen.clear()
 
@@ -803,6 +809,18 @@ class Client:
             window, self.stats = self.stats.window, Stats()
             self.stats.window = window
         self._ready(new, False, other)
+
+
+def _joined(parts: list[str], width: int) -> list[str]:
+    """`parts` joined with ` · `, a new line where the next part would not fit: left to
+    the terminal, a narrow one breaks the line mid-word."""
+    lines = [parts[0]]
+    for part in parts[1:]:
+        if width_of(lines[-1]) + 3 + width_of(part) < width:
+            lines[-1] += " · " + part
+        else:
+            lines.append(part)
+    return lines
 
 
 def safe_text(text: str) -> str:

@@ -56,6 +56,45 @@ def expand(text: str, workspace: Path) -> tuple[str, list[Attached], list[str]]:
     return text + "\n\n" + "\n\n".join(blocks), attached, skipped
 
 
+_BLOCK = re.compile(r'\n\n<file path="([^"\n]*)">\n')
+_END = "\n</file>"
+
+
+def typed(message: str) -> tuple[str, list[Attached]]:
+    """A stored message taken apart again: the text as it was typed (its `@path`
+    mentions) and the files `expand` appended, so that a transcript shows what the
+    person wrote, not the files' content tagged `<file …>`. Text that only looks like
+    an attachment (no `@` mention of that path before it) is left as it is. A file's
+    content that forges the start of a later file's block can only make the counts of
+    lines wrong: the typed text ends where the first block starts."""
+    if not message.endswith(_END):
+        return message, []
+    for match in _BLOCK.finditer(message):
+        head = message[: match.start()]
+        mentioned = {
+            m.group(1).replace("\\ ", " ").rstrip(".,;:!?)") for m in _MENTION.finditer(head)
+        }
+        if match.group(1) not in mentioned:
+            continue
+        starts = [match]
+        for later in _BLOCK.finditer(message, match.end()):
+            path = later.group(1)
+            if (
+                message[: later.start()].endswith(_END)
+                and path in mentioned
+                and path not in {s.group(1) for s in starts}
+            ):
+                starts.append(later)
+        ends = [s.start() - len(_END) for s in starts[1:]] + [len(message) - len(_END)]
+        attached = []
+        for start, end in zip(starts, ends, strict=True):
+            content = message[start.end() : end]
+            lines = content.count("\n") + (0 if content.endswith("\n") else 1)
+            attached.append(Attached(start.group(1), lines))
+        return head, attached
+    return message, []
+
+
 def _resolve(shown: str, workspace: Path) -> Path | None:
     if not shown:
         return None

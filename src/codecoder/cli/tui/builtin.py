@@ -216,7 +216,7 @@ def _clear(host: Host, arguments: str) -> None:
 
 
 def _cost(host: Host, arguments: str) -> None:
-    host.say(host.usage_text())
+    host.say_block(host.usage_text().split("\n"))
 
 
 def _exit(host: Host, arguments: str) -> None:

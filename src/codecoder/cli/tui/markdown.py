@@ -176,10 +176,62 @@ class _Blocks:
 
     def code(self, code: str, language: str) -> None:
         for text in highlight(code, language, color=self.color):
-            self.line(self.take_prefix() + "  " + text, styled=False)
+            room = self.width - width_of(self.prefix) - 2
+            for row in wrap_code(text, room):
+                self.line(self.take_prefix() + "  " + row, styled=False)
 
     def line(self, text: str, *, styled: bool) -> None:
         self.out.append(text + (RESET if styled else "") + "\n")
+
+
+_CODE_SGR = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def wrap_code(line: str, room: int) -> list[str]:
+    """A (highlighted) code line in rows of at most `room` cells, each continuation
+    indented as the line is and in the colour it was in. Left to the terminal, a long
+    line wraps at the screen's edge, mid-word and back at the first column, and the
+    indent that is a block's structure is lost. Rows break after a space where there
+    is one; a run without one is cut where the row is full."""
+    if width_of(_CODE_SGR.sub("", line) if "\x1b" in line else line) <= room:
+        return [line]
+    chars: list[tuple[str, str]] = []  # (char, the SGR in force there)
+    style, position = RESET, 0
+    for match in _CODE_SGR.finditer(line):
+        chars += [(c, style) for c in line[position : match.start()]]
+        style, position = match.group(), match.end()
+    chars += [(c, style) for c in line[position:]]
+    plain = "".join(c for c, _ in chars)
+    indent = plain[: len(plain) - len(plain.lstrip(" \t"))][: max(room // 2, 0)]
+    rows: list[str] = []
+    start = 0
+    while start < len(chars):
+        limit = room if not rows else room - width_of(indent)
+        end, used, space, words = start, 0, 0, False
+        while end < len(chars) and used + width_of(chars[end][0]) <= limit:
+            char = chars[end][0]
+            used += width_of(char)
+            end += 1
+            if char == " " and words:  # not in the indent: a row is never empty
+                space = end
+            words = words or not char.isspace()
+        if end < len(chars) and space > start:
+            end = space
+        end = max(end, start + 1)
+        rows.append(_code_row(chars[start:end], indent if rows else ""))
+        start = end
+    return rows
+
+
+def _code_row(chars: list[tuple[str, str]], indent: str) -> str:
+    out = [indent]
+    style = RESET
+    for char, wanted in chars:
+        if wanted != style:
+            out.append(wanted)
+            style = wanted
+        out.append(char)
+    return "".join(out).rstrip(" ") + ("" if style == RESET else RESET)
 
 
 class _Cell:

@@ -35,6 +35,19 @@ def safe_line(text: str) -> str:
     return visible(text).replace("\n", " ").replace("\t", " ")
 
 
+_COLOURS = re.compile(r"\x1b\[[0-9;:]*m")
+"""SGR sequences only (colours, bold, reset): every other sequence stays, and `visible`
+shows it as text."""
+
+
+def without_colours(text: str) -> str:
+    """A command's output without its colour codes. Test runners and compilers colour
+    what they print; shown through `visible` each code would read `^[[31m` around every
+    word. Dropping them is safe (SGR only changes how text looks), keeps our own dim
+    style over the output, and leaves any other escape sequence to be shown as text."""
+    return _COLOURS.sub("", text) if "\x1b" in text else text
+
+
 def width_of(text: str) -> int:
     """Terminal cells `text` takes (wide East Asian characters take two)."""
     if text.isascii():

@@ -18,7 +18,7 @@ import msgspec
 from codecoder.cli.tui import describe
 from codecoder.cli.tui.diffs import SHOWN_LINES, Diff
 from codecoder.cli.tui.stream import Block, MarkdownStream, Piece
-from codecoder.cli.tui.text import MARK, safe_line, styled, width_of
+from codecoder.cli.tui.text import MARK, safe_line, styled, width_of, without_colours
 from codecoder.cli.tui.text import cut as cut_cells
 from codecoder.kernel.events import (
     AgentEvent,
@@ -132,6 +132,15 @@ class View:
         """A notice: the answer so far settles first, so the order stays."""
         self._end_text()
         self.line(text, *styles)
+
+    def block(self, lines: list[str], *styles: str) -> None:
+        """Lines of our own (already safe) as a block of their own, between blank lines.
+        What is still open stays open: a report asked for while the answer streams
+        (/cost) settles above the live area and never cuts the paragraph being written."""
+        self.gap()
+        for text in lines:
+            self.line(text, *styles)
+        self.settled.append("\n")
 
     def said(self, text: str, client: str, steer: str = "") -> None:
         """Another client's message to this session, marked with who sent it: a prompt as
@@ -401,7 +410,7 @@ class View:
             self.line(f"  … {counted(hidden, 'earlier line')} · ctrl+o shows all", "dim")
         room = max(self.width - 4, 10)
         for line in lines:
-            self.line(f"  │ {cut_cells(safe_line(line), room)}", "dim")
+            self.line(f"  │ {cut_cells(safe_line(without_colours(line)), room)}", "dim")
 
     def _diff_after(self, call_id: str, diff: Diff) -> None:
         if call_id in self.diffs_shown:  # shown at the question: only the count now
@@ -483,7 +492,8 @@ class View:
         if hidden > 0:
             out.append(styled(f"  … {counted(hidden, 'earlier line')}", "dim", color=self.color))
         for line in [*tool.tail, *([tool.partial] if tool.partial else [])][-TAIL_LINES:]:
-            out.append(styled(f"  │ {cut_cells(safe_line(line), room)}", "dim", color=self.color))
+            shown = cut_cells(safe_line(without_colours(line)), room)
+            out.append(styled(f"  │ {shown}", "dim", color=self.color))
         if tool.name == "agent":
             for child in self.children.values():
                 text = f"  ↳ {child.id}: {cut_cells(child.activity, room - 20)} · {child.tools}"
