@@ -327,6 +327,54 @@ def test_a_custom_command_sends_its_prompt_with_the_arguments(
     assert user_messages(tmp_path) == ["Review src/app.py for bugs.\n"]
 
 
+def test_a_custom_command_added_while_the_client_runs_is_picked_up(
+    terminals: list[Terminal], tmp_path: Path
+) -> None:
+    """Issue 29 item 11: a command file written after the start counts at once (in the
+    completion and as a command), and so does a change to it."""
+    term = start(terminals, tmp_path, [["Greeted."], ["Greeted again."]])
+    commands = tmp_path / ".codecoder" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "greet.md").write_text(
+        "---\ndescription: say hello\n---\nSay hello to $ARGUMENTS.\n"
+    )
+    term.send("/gre")
+    term.wait_for("say hello")  # the completion pop-up lists it
+    term.send("\t")
+    term.wait(lambda: f"{MARK} /greet" in term.display(), what="the name completed")
+    term.line(" Ada")
+    term.wait_for("Greeted.")
+    term.wait_idle()
+    (commands / "greet.md").write_text("Wave at $ARGUMENTS, twice.\n")
+    term.line("/greet Bob")
+    term.wait_for("Greeted again.")
+    assert user_messages(tmp_path) == ["Say hello to Ada.\n", "Wave at Bob, twice.\n"]
+
+
+def test_at_path_completes_in_a_slash_commands_arguments(
+    terminals: list[Terminal], tmp_path: Path
+) -> None:
+    """Issue 29 item 11: `@` + a path completes after a command as in a message, and the
+    file is attached when the command's prompt is sent."""
+    commands = tmp_path / ".codecoder" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "review.md").write_text("Review $ARGUMENTS for bugs.\n")
+    (tmp_path / "notebook.txt").write_text("remember the milk\n")
+    term = start(terminals, tmp_path, [["Reviewed."]])
+    term.send("/review @noteb")
+    term.settle(0.2)
+    term.send("\t")
+    term.wait(lambda: f"{MARK} /review @notebook.txt" in term.display(), what="the path")
+    term.send("\r")  # takes the choice
+    term.settle(0.2)
+    term.send("\r")  # sends
+    term.wait_for("Reviewed.")
+    assert "attached notebook.txt" in term.text()
+    (message,) = user_messages(tmp_path)
+    assert message.startswith("Review @notebook.txt for bugs.")
+    assert '<file path="notebook.txt">\nremember the milk\n' in message
+
+
 def test_at_path_attaches_the_file(terminals: list[Terminal], tmp_path: Path) -> None:
     (tmp_path / "notes.md").write_text("remember the milk\n")
     term = start(terminals, tmp_path, [["Seen."]])
