@@ -5,7 +5,9 @@ is on the screen, what reached the model (the session store), which processes ar
 from __future__ import annotations
 
 import json
+import os
 import signal
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -548,6 +550,55 @@ def test_a_model_that_cannot_be_used_leaves_the_session_as_it_was(
     term.line("hello")
     term.wait_for("Still here.")
     assert "scripted · approval ask" in term.display()
+
+
+def test_model_picks_among_the_models_usable_now(terminals: list[Terminal], tmp_path: Path) -> None:
+    """Issue 29 item 13: `/model` opens a picker of the models that would work now (a key
+    set, a local server listening); `/model all` lists the others with why not."""
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "codecoder"
+    config.mkdir(parents=True, exist_ok=True)
+    with socket.socket() as listening, socket.socket() as closed:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        closed.bind(("127.0.0.1", 0))  # bound, not listening: nothing answers there
+        up, down = listening.getsockname()[1], closed.getsockname()[1]
+        (config / "config.toml").write_text(
+            f'[providers.here]\nbase_url = "http://127.0.0.1:{up}/v1"\nwire = "chat"\n'
+            'models = ["coder-1"]\n'
+            f'[providers.gone]\nbase_url = "http://127.0.0.1:{down}/v1"\nwire = "chat"\n'
+            'models = ["lost-1"]\n'
+        )
+        keys = {"OPENAI_API_KEY": "sk-test", "ANTHROPIC_API_KEY": "", "DEEPSEEK_API_KEY": ""}
+        keys |= {"ANTHROPIC_AUTH_TOKEN": "", "OPENROUTER_API_KEY": ""}
+        term = start(terminals, tmp_path, [], env=keys)
+        term.line("/model")
+        term.wait_for("/model all")
+        term.wait(lambda: "here/coder-1" in term.display(), what="the picker")
+        assert f"{MARK} /model" in term.display()
+        term.send("\x15")  # Ctrl+U: leave the picker
+        term.send("/model openai/gpt-5-m")
+        term.settle(0.2)
+        term.send("\t")  # a key is set: offered
+        term.wait(lambda: f"{MARK} /model openai/gpt-5-mini" in term.display(), what="openai")
+        for unusable in ("/model anthropic/claude-so", "/model gone/lo"):
+            term.send("\x15" + unusable)
+            term.settle(0.2)
+            term.send("\t")
+            term.settle(0.3)
+            assert f"{MARK} {unusable}\n" in term.display() + "\n", unusable  # nothing offered
+        term.send("\x15")
+        term.line("/model all")
+        term.wait_for("gone/lost-1")
+        term.wait_for(f"no server at http://127.0.0.1:{down}/v1")
+        term.wait_for("ANTHROPIC_API_KEY is not set")
+        term.send("/model here/cod")
+        term.settle(0.2)
+        term.send("\t")
+        term.wait(lambda: f"{MARK} /model here/coder-1" in term.display(), what="completed")
+        term.send("\r")  # takes the choice
+        term.settle(0.2)
+        term.send("\r")  # switches
+        term.wait(lambda: "here/coder-1 · approval ask" in term.display(), what="the switch")
 
 
 def test_new_and_resume_switch_sessions_and_resume_shows_the_conversation(

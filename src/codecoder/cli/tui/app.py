@@ -553,6 +553,17 @@ class Client:
                 self._send(item.text, item.shown)
         self.screen.app.invalidate()
 
+    def pick(self, text: str) -> None:
+        """Host: `text` in the input with its completion pop-up open, as a picker: the
+        choices are what completion offers, arrows and Enter take one. Text the user is
+        typing (a command run after a turn) is never replaced."""
+        buffer = self.screen.input
+        if buffer.text:
+            return
+        buffer.text = text
+        buffer.cursor_position = len(text)
+        buffer.start_completion(select_first=False)
+
     def submit(self, text: str, shown: str) -> None:
         """Host: send `text` as the next message (a custom command's prompt)."""
         self._message(text, shown)

@@ -54,6 +54,10 @@ class Host(Protocol):
 
     def run_plan(self, arguments: str) -> None: ...
 
+    def pick(self, text: str) -> None:
+        """Put `text` in an empty input line with its completions open (a picker)."""
+        ...
+
 
 Run = Callable[[Host, str], None]
 
