@@ -138,6 +138,24 @@ def test_a_scripted_session_needs_a_script_or_a_model_to_go_on(tmp_path: Path) -
 # --- suggestions (item 16) ----------------------------------------------------------
 
 
+@pytest.mark.parametrize("spec", ["nope/x", "nope/gpt-5", "opneai/brand-new"])
+def test_an_unknown_provider_is_never_suggested_wrongly(spec: str) -> None:
+    """Issue 29 item 13: `nope/x` is not `openai/x` misspelt (no such model either): no
+    guess, only the list of real providers. A known model under an unknown provider gets
+    the provider that has it; a near spelling of a provider keeps the model given."""
+    result = run("exec", "-m", spec, "x")
+    assert result.returncode == 2
+    err = result.stderr.strip()
+    assert "known: anthropic, deepseek, ollama, openai, openrouter" in err, err
+    expected = {
+        "nope/x": None,
+        "nope/gpt-5": "openai/gpt-5",
+        "opneai/brand-new": "openai/brand-new",
+    }
+    hint = expected[spec]
+    assert err.endswith(f"did you mean {hint}?" if hint else "to config)"), err
+
+
 @pytest.mark.parametrize(
     ("args", "hint"),
     [

@@ -5,7 +5,9 @@ is on the screen, what reached the model (the session store), which processes ar
 from __future__ import annotations
 
 import json
+import os
 import signal
+import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -361,6 +363,54 @@ def test_a_custom_command_sends_its_prompt_with_the_arguments(
     assert user_messages(tmp_path) == ["Review src/app.py for bugs.\n"]
 
 
+def test_a_custom_command_added_while_the_client_runs_is_picked_up(
+    terminals: list[Terminal], tmp_path: Path
+) -> None:
+    """Issue 29 item 11: a command file written after the start counts at once (in the
+    completion and as a command), and so does a change to it."""
+    term = start(terminals, tmp_path, [["Greeted."], ["Greeted again."]])
+    commands = tmp_path / ".codecoder" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "greet.md").write_text(
+        "---\ndescription: say hello\n---\nSay hello to $ARGUMENTS.\n"
+    )
+    term.send("/gre")
+    term.wait_for("say hello")  # the completion pop-up lists it
+    term.send("\t")
+    term.wait(lambda: f"{MARK} /greet" in term.display(), what="the name completed")
+    term.line(" Ada")
+    term.wait_for("Greeted.")
+    term.wait_idle()
+    (commands / "greet.md").write_text("Wave at $ARGUMENTS, twice.\n")
+    term.line("/greet Bob")
+    term.wait_for("Greeted again.")
+    assert user_messages(tmp_path) == ["Say hello to Ada.\n", "Wave at Bob, twice.\n"]
+
+
+def test_at_path_completes_in_a_slash_commands_arguments(
+    terminals: list[Terminal], tmp_path: Path
+) -> None:
+    """Issue 29 item 11: `@` + a path completes after a command as in a message, and the
+    file is attached when the command's prompt is sent."""
+    commands = tmp_path / ".codecoder" / "commands"
+    commands.mkdir(parents=True)
+    (commands / "review.md").write_text("Review $ARGUMENTS for bugs.\n")
+    (tmp_path / "notebook.txt").write_text("remember the milk\n")
+    term = start(terminals, tmp_path, [["Reviewed."]])
+    term.send("/review @noteb")
+    term.settle(0.2)
+    term.send("\t")
+    term.wait(lambda: f"{MARK} /review @notebook.txt" in term.display(), what="the path")
+    term.send("\r")  # takes the choice
+    term.settle(0.2)
+    term.send("\r")  # sends
+    term.wait_for("Reviewed.")
+    assert "attached notebook.txt" in term.text()
+    (message,) = user_messages(tmp_path)
+    assert message.startswith("Review @notebook.txt for bugs.")
+    assert '<file path="notebook.txt">\nremember the milk\n' in message
+
+
 def test_at_path_attaches_the_file(terminals: list[Terminal], tmp_path: Path) -> None:
     (tmp_path / "notes.md").write_text("remember the milk\n")
     term = start(terminals, tmp_path, [["Seen."]])
@@ -585,6 +635,55 @@ def test_a_model_that_cannot_be_used_leaves_the_session_as_it_was(
     term.line("hello")
     term.wait_for("Still here.")
     assert "scripted · approval ask" in term.display()
+
+
+def test_model_picks_among_the_models_usable_now(terminals: list[Terminal], tmp_path: Path) -> None:
+    """Issue 29 item 13: `/model` opens a picker of the models that would work now (a key
+    set, a local server listening); `/model all` lists the others with why not."""
+    config = Path(os.environ["XDG_CONFIG_HOME"]) / "codecoder"
+    config.mkdir(parents=True, exist_ok=True)
+    with socket.socket() as listening, socket.socket() as closed:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        closed.bind(("127.0.0.1", 0))  # bound, not listening: nothing answers there
+        up, down = listening.getsockname()[1], closed.getsockname()[1]
+        (config / "config.toml").write_text(
+            f'[providers.here]\nbase_url = "http://127.0.0.1:{up}/v1"\nwire = "chat"\n'
+            'models = ["coder-1"]\n'
+            f'[providers.gone]\nbase_url = "http://127.0.0.1:{down}/v1"\nwire = "chat"\n'
+            'models = ["lost-1"]\n'
+        )
+        keys = {"OPENAI_API_KEY": "sk-test", "ANTHROPIC_API_KEY": "", "DEEPSEEK_API_KEY": ""}
+        keys |= {"ANTHROPIC_AUTH_TOKEN": "", "OPENROUTER_API_KEY": ""}
+        term = start(terminals, tmp_path, [], env=keys)
+        term.line("/model")
+        term.wait_for("/model all")
+        term.wait(lambda: "here/coder-1" in term.display(), what="the picker")
+        assert f"{MARK} /model" in term.display()
+        term.send("\x15")  # Ctrl+U: leave the picker
+        term.send("/model openai/gpt-5-m")
+        term.settle(0.2)
+        term.send("\t")  # a key is set: offered
+        term.wait(lambda: f"{MARK} /model openai/gpt-5-mini" in term.display(), what="openai")
+        for unusable in ("/model anthropic/claude-so", "/model gone/lo"):
+            term.send("\x15" + unusable)
+            term.settle(0.2)
+            term.send("\t")
+            term.settle(0.3)
+            assert f"{MARK} {unusable}\n" in term.display() + "\n", unusable  # nothing offered
+        term.send("\x15")
+        term.line("/model all")
+        term.wait_for("gone/lost-1")
+        term.wait_for(f"no server at http://127.0.0.1:{down}/v1")
+        term.wait_for("ANTHROPIC_API_KEY is not set")
+        term.send("/model here/cod")
+        term.settle(0.2)
+        term.send("\t")
+        term.wait(lambda: f"{MARK} /model here/coder-1" in term.display(), what="completed")
+        term.send("\r")  # takes the choice
+        term.settle(0.2)
+        term.send("\r")  # switches
+        term.wait(lambda: "here/coder-1 · approval ask" in term.display(), what="the switch")
 
 
 def test_new_and_resume_switch_sessions_and_resume_shows_the_conversation(

@@ -224,3 +224,56 @@ def test_a_reader_that_leaves_early_is_not_an_error(xdg_data: Path, tmp_path: Pa
     err = child.stderr.read()
     child.stderr.close()
     assert (child.wait(timeout=30), err) == (0, b"")
+
+
+def test_sessions_without_an_answer_are_listed_only_with_all(tmp_path: Path) -> None:
+    """Issue 29 item 10, through the console script: a run that failed before a first
+    answer and a session that never got a prompt are left out of this folder's listing
+    (which says how many it left out); `--all` lists every session of every folder."""
+    here, elsewhere = tmp_path / "here", tmp_path / "elsewhere"
+    here.mkdir()
+    elsewhere.mkdir()
+    failed = [[{"type": "error", "kind": "auth"}]]
+    cut = [["a partial answer", {"type": "error", "kind": "auth"}]]
+
+    def codecoder(*argv: str, cwd: Path = here) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "codecoder", *argv],
+            cwd=cwd, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+
+    for name, replies in (("failed", failed), ("answered", [["done"]]), ("cut", cut)):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(replies))
+        codecoder("exec", "--script", str(path), f"task {name}")
+    codecoder("exec", "--script", str(tmp_path / "answered.json"), "there", cwd=elsewhere)
+    with SessionStore() as store:
+        empty = store.create(here, "scripted")  # a client opened and left: no prompt
+        ids = {info.title: info.id for info in store.list_sessions()}
+    ids["empty"] = empty
+
+    listed = codecoder("sessions")
+    assert listed.returncode == 0, listed.stderr
+    shown = {line[:8] for line in listed.stdout.splitlines()[1:-1]}
+    assert shown == {ids["task answered"][:8], ids["task cut"][:8]}
+    assert listed.stdout.splitlines()[-1] == (
+        "2 sessions without an answer not shown (--all lists them)"
+    )
+    everything = codecoder("sessions", "--all")
+    assert everything.returncode == 0, everything.stderr
+    rows = everything.stdout.splitlines()
+    assert {line[:8] for line in rows[1:]} == {info[:8] for info in ids.values()}
+    assert "without an answer" not in everything.stdout
+
+
+def test_a_folder_with_only_unanswered_sessions_says_so(tmp_path: Path) -> None:
+    with SessionStore() as store:
+        store.create(tmp_path, "scripted")
+    listed = subprocess.run(
+        [sys.executable, "-m", "codecoder", "sessions", "-C", str(tmp_path)],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    assert listed.stdout.splitlines() == [
+        f"no sessions in {tmp_path.resolve()}",
+        "1 session without an answer not shown (--all lists them)",
+    ]

@@ -244,19 +244,20 @@ def build_provider(
 
 def _model_hint(spec: str, config: dict[str, Any]) -> str | None:
     """A known `provider/model` close to a spec that names no model or an unknown
-    provider (`gpt-5` → `openai/gpt-5`, `opneai/gpt-5` → `openai/gpt-5`)."""
+    provider (`gpt-5` → `openai/gpt-5`, `opneai/gpt-5` → `openai/gpt-5`, `nope/gpt-5` →
+    `openai/gpt-5`). Only a real provider is suggested, and only when it is clearly what
+    was meant (a known model, or a near spelling of the provider): `nope/x` gets no
+    suggestion, not `openai/x`; the error lists the known providers anyway."""
     import difflib
 
-    from codecoder.providers.pricing import price_table
-    from codecoder.providers.registry import all_providers, default_model
+    from codecoder.providers.available import known_models
+    from codecoder.providers.registry import all_providers
 
     try:
         providers = all_providers(config)
+        known = known_models(config)
     except Exception:  # a broken [providers] table has its own message
         return None
-    known = [s for s in price_table(config) if not s.endswith("/*")]
-    known += [f"{name}/{model}" for name, p in providers.items() for model in p.models]
-    known += [m for m in (default_model(config),) if m]
     provider, slash, model = spec.strip().partition("/")
     if not slash:
         by_model = {k.partition("/")[2]: k for k in reversed(known)}
@@ -264,7 +265,13 @@ def _model_hint(spec: str, config: dict[str, Any]) -> str | None:
         return by_model[close[0]] if close else None
     if provider in providers or not model:
         return None
-    close = difflib.get_close_matches(provider, list(providers), n=1, cutoff=0.6)
+    with_model = {
+        p: k for k in known for p, _, m in [k.partition("/")] if m == model and p in providers
+    }
+    if with_model:  # the model is known: under the provider spelled most like the one given
+        close = difflib.get_close_matches(provider, list(with_model), n=1, cutoff=0.0)
+        return with_model[close[0]] if close else next(iter(with_model.values()))
+    close = difflib.get_close_matches(provider, list(providers), n=1, cutoff=0.8)
     return f"{close[0]}/{model}" if close else None
 
 

@@ -34,9 +34,17 @@ def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
     sessions = subparsers.add_parser(
         "sessions",
         help="list, show, export or fork stored sessions",
-        description="List the sessions of this folder, newest first (--all: every folder).",
+        description=(
+            "List the sessions of this folder that got an answer, newest first (--all: every"
+            " session of every folder, those that failed before a first answer or never got"
+            " a prompt included)."
+        ),
     )
-    sessions.add_argument("--all", action="store_true", help="list the sessions of every folder")
+    sessions.add_argument(
+        "--all",
+        action="store_true",
+        help="list every session of every folder, failed and empty ones included",
+    )
     sessions.add_argument(
         "-C", "--cwd", metavar="DIR", default=argparse.SUPPRESS, help="the folder to list"
     )
@@ -101,13 +109,27 @@ def _with_store(args: argparse.Namespace, action: Action, *, missing_ok: bool = 
 
 
 def _list(store: SessionStore, args: argparse.Namespace) -> int:
+    """This folder's sessions that got an answer (and the daemon's live ones), or with
+    `--all` every session of every folder: one that failed before a first answer or never
+    got a prompt is nothing to resume or read, so the default listing leaves it out and
+    says how many it left out, and `--all` is where to find them."""
     cwd = Path(getattr(args, "cwd", None) or os.getcwd())
-    found = store.list_sessions(None if args.all else cwd)
+    live = _live_sessions()
+    if args.all:
+        found, hidden = store.list_sessions(None), 0
+    else:
+        found = store.list_sessions(cwd, answered_only=True, keep=live)
+        hidden = len(store.list_sessions(cwd)) - len(found)
+    left_out = f"{counted(hidden, 'session')} without an answer not shown (--all lists them)"
     if not found:
         print("no sessions yet" if args.all else f"no sessions in {cwd.resolve()}")
+        if hidden:
+            print(left_out)
         return 0
-    for line in _table(found, show_folder=args.all, live=_live_sessions()):
+    for line in _table(found, show_folder=args.all, live=live):
         print(line)
+    if hidden:
+        print(left_out)
     return 0
 
 

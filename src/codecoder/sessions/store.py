@@ -31,7 +31,7 @@ import sqlite3
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Self
@@ -168,9 +168,36 @@ class SessionStore:
             )
         return rows[0][0]
 
-    def list_sessions(self, cwd: Path | str | None = None, limit: int = -1) -> list[SessionInfo]:
-        """Sessions of `cwd` (every folder when None), the last updated first."""
-        where, params = ("WHERE cwd = ?", (_workspace(cwd),)) if cwd is not None else ("", ())
+    def list_sessions(
+        self,
+        cwd: Path | str | None = None,
+        limit: int = -1,
+        *,
+        answered_only: bool = False,
+        keep: Collection[str] = (),
+    ) -> list[SessionInfo]:
+        """Sessions of `cwd` (every folder when None), the last updated first.
+
+        `answered_only` leaves out the sessions with no assistant message, those that
+        failed before a first answer or never got a prompt: a listing of them is noise
+        (`codecoder sessions` hides them, `--all` shows them). A partial answer that a
+        failure cut off counts as an answer. The ids in `keep` are listed all the same (a
+        session running its first turn in the daemon has not failed)."""
+        clauses: list[str] = []
+        params: list[object] = []
+        if cwd is not None:
+            clauses.append("cwd = ?")
+            params.append(_workspace(cwd))
+        if answered_only:
+            kept = list(keep)
+            clauses.append(
+                "(EXISTS (SELECT 1 FROM messages WHERE messages.session_id = sessions.id"
+                " AND messages.role = 'assistant')"
+                + (f" OR id IN ({', '.join('?' * len(kept))})" if kept else "")
+                + ")"
+            )
+            params.extend(kept)
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
         rows = (
             self._conn()
             .execute(

@@ -103,10 +103,13 @@ class Client:
         self.color = color
         self.on_daemon = daemon
         self._backend: Backend | None = None
-        self._registry = slash.Registry()
-        builtin.register(self._registry)
-        control.register(self._registry)
-        self._warnings = slash.load_custom(self._registry, _command_folders(workspace))
+        base = slash.Registry()
+        builtin.register(base)
+        control.register(base)
+        self._custom = slash.CustomCommands(base, lambda: _command_folders(self.workspace))
+        self._custom.current()
+        self._warned: list[str] = []
+        """The custom-command warnings shown: a reload says only what is new."""
         self.view = View(workspace, color=color, width=80)
         self.stats = Stats()
         self.asking = Asking(self)
@@ -201,8 +204,7 @@ class Client:
         self._window(backend)
         if first:
             self._banner(backend)
-            for warning in self._warnings:
-                self.view.line(f"custom command skipped: {safe_line(warning)}", "yellow")
+            self._warn_custom()
         else:
             self.view.line(
                 f"session {backend.session_id[:8]} · model {backend.model} · "
@@ -491,7 +493,8 @@ class Client:
             self._message(text, text)
             return
         name, arguments = parsed
-        command = self._registry.get(name)
+        command = self.registry().get(name)
+        self._warn_custom()
         if command is None:
             self.view.line(
                 f"unknown command /{safe_line(name)} — /help lists the commands", "yellow"
@@ -550,6 +553,17 @@ class Client:
             else:
                 self._send(item.text, item.shown)
         self.screen.app.invalidate()
+
+    def pick(self, text: str) -> None:
+        """Host: `text` in the input with its completion pop-up open, as a picker: the
+        choices are what completion offers, arrows and Enter take one. Text the user is
+        typing (a command run after a turn) is never replaced."""
+        buffer = self.screen.input
+        if buffer.text:
+            return
+        buffer.text = text
+        buffer.cursor_position = len(text)
+        buffer.start_completion(select_first=False)
 
     def submit(self, text: str, shown: str) -> None:
         """Host: send `text` as the next message (a custom command's prompt)."""
@@ -722,10 +736,18 @@ class Client:
         return self._backend
 
     def registry(self) -> slash.Registry:
-        return self._registry
+        """The commands as they are now: a custom command file added or changed while
+        the client runs counts from the next completion or command."""
+        return self._custom.current()
+
+    def _warn_custom(self) -> None:
+        for warning in self._custom.warnings:
+            if warning not in self._warned:
+                self.view.line(f"custom command skipped: {safe_line(warning)}", "yellow")
+        self._warned = list(self._custom.warnings)
 
     def arguments(self, name: str) -> list[str]:
-        command = self._registry.get(name)
+        command = self.registry().get(name)
         if command is None or command.arguments is None:
             return []
         try:

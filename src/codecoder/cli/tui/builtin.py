@@ -7,8 +7,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from codecoder import paths
 from codecoder.cli.tui.backend import Backend
 from codecoder.cli.tui.slash import Host, Registry, SlashCommand
+from codecoder.config import read_toml
+from codecoder.providers.available import ModelChoice, model_choices
 
 if TYPE_CHECKING:
     from codecoder.permissions.rules import RuleSet
@@ -37,11 +40,11 @@ def register(registry: Registry) -> None:
         SlashCommand("help", "commands and keys", _help),
         SlashCommand(
             "model",
-            "list the models, or switch for the next turn",
+            "pick a model usable now (all: every model), or switch for the next turn",
             _model,
-            usage="[PROVIDER/MODEL]",
+            usage="[PROVIDER/MODEL | all]",
             busy="after",
-            arguments=lambda host: _known_models(),
+            arguments=lambda host: [*_MODELS.usable(), "all"],
         ),
         SlashCommand(
             "approval",
@@ -101,40 +104,69 @@ def _backend(host: Host) -> Backend | None:
 
 
 def _model(host: Host, arguments: str) -> None:
+    """No argument: the models usable now (a key set, a local server listening) in the
+    completion pop-up, a picker of what would work at the next turn; `all` lists the
+    others with why each cannot be used, so none is offered that fails at the first turn
+    and none is hidden."""
     backend = _backend(host)
     if backend is None:
         return
-    if not arguments:
-        known = _known_models()
+    if arguments.strip() == "all":
         lines = [f"model: **{backend.model}**", ""]
-        lines += [f"- `{spec}`" + (" (current)" if spec == backend.model else "") for spec in known]
-        lines += [
-            "",
-            "`/model PROVIDER/MODEL` switches for the next turn (`codecoder models`, "
-            "`codecoder doctor` check providers and keys).",
-        ]
+        for choice in _MODELS.choices(fresh=True):
+            current = " (current)" if choice.spec == backend.model else ""
+            why = f" — {choice.why_not}" if choice.why_not else ""
+            lines.append(f"- `{choice.spec}`{current}{why}")
+        lines += ["", "`/model PROVIDER/MODEL` switches for the next turn."]
         host.say_markdown("\n".join(lines))
+        return
+    if not arguments:
+        choices = _MODELS.choices(fresh=True)
+        usable = [c.spec for c in choices if not c.why_not]
+        others = len(choices) - len(usable)
+        more = f"; {others} more need a key or a server: `/model all`" if others else ""
+        if not usable:
+            host.say_markdown(
+                f"model: **{backend.model}** — no other model can be used now (no API key "
+                f"set, no local server){more}; `codecoder doctor` checks providers and keys."
+            )
+            return
+        host.say_markdown(
+            f"model: **{backend.model}** — pick one usable now (Tab or ↑↓, Enter, Enter "
+            f"again to switch){more}"
+        )
+        host.pick("/model ")
         return
     spec = arguments.split(maxsplit=1)[0]
     host.replace_backend(lambda old: old.with_model(spec), f"switching to {spec}")
 
 
-def _known_models() -> list[str]:
-    from codecoder.config import ConfigError
+class _ModelChoices:
+    """The models and whether each is usable, probed at most every CACHE_SECONDS: the
+    completion asks at each keystroke, a probe of a local server takes up to 0.3 s."""
 
-    try:
-        from codecoder import paths
-        from codecoder.config import read_toml
-        from codecoder.providers.pricing import price_table
-        from codecoder.providers.registry import all_providers, default_model
+    CACHE_SECONDS = 10.0
 
-        config = read_toml(paths.config_dir() / "config.toml")
-        specs = [spec for spec in price_table(config) if not spec.endswith("/*")]
-        specs += [f"{n}/{m}" for n, p in all_providers(config).items() for m in p.models]
-        default = default_model(config)
-    except (ConfigError, Exception):  # a broken config has its own message at start-up
-        return []
-    return sorted({*specs, *([default] if default else [])})
+    def __init__(self) -> None:
+        self._choices: list[ModelChoice] = []
+        self._at = -self.CACHE_SECONDS
+
+    def choices(self, *, fresh: bool = False) -> list[ModelChoice]:
+        now = time.monotonic()
+        if fresh or now - self._at >= self.CACHE_SECONDS:
+            try:
+                config = read_toml(paths.config_dir() / "config.toml")
+                self._choices = model_choices(config)
+            except Exception:  # a broken config has its own message at start-up
+                self._choices = []
+            self._at = now
+        return self._choices
+
+    def usable(self) -> list[str]:
+        return [choice.spec for choice in self.choices() if not choice.why_not]
+
+
+_MODELS = _ModelChoices()
 
 
 def _approval(host: Host, arguments: str) -> None:

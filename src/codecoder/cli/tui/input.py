@@ -66,9 +66,13 @@ class InputCompleter(Completer):
     def get_completions(
         self, document: Document, complete_event: CompleteEvent
     ) -> Iterable[Completion]:
+        """A command's name; then, in its arguments as in a message, `@` + a path (a custom
+        command's prompt is sent as a message, attachments and all), else the command's
+        own argument choices."""
         before = document.text_before_cursor
-        if before.startswith("/") and "\n" not in before:
-            yield from self._slash(before)
+        slash = before.startswith("/") and "\n" not in before
+        if slash and " " not in before:
+            yield from self._names(before[1:])
             return
         word = before.rsplit(None, 1)[-1] if before and not before[-1].isspace() else ""
         if word.startswith("@"):
@@ -80,20 +84,20 @@ class InputCompleter(Completer):
                     display=path,
                     display_meta="folder" if is_dir else "attach",
                 )
+        elif slash:
+            yield from self._argument(*before[1:].split(" ", 1))
 
-    def _slash(self, before: str) -> Iterable[Completion]:
-        name, space, argument = before[1:].partition(" ")
-        registry = self._registry()
-        if not space:
-            for command in registry:
-                if command.name.startswith(name):
-                    yield Completion(
-                        command.name,
-                        start_position=-len(name),
-                        display=f"/{command.name}",
-                        display_meta=command.summary,
-                    )
-            return
+    def _names(self, name: str) -> Iterable[Completion]:
+        for command in self._registry():
+            if command.name.startswith(name):
+                yield Completion(
+                    command.name,
+                    start_position=-len(name),
+                    display=f"/{command.name}",
+                    display_meta=command.summary,
+                )
+
+    def _argument(self, name: str, argument: str) -> Iterable[Completion]:
         if " " in argument.strip():
             return
         for choice in self._arguments(name):

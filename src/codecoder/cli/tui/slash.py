@@ -11,6 +11,7 @@ same name, and the project's over the user's.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -55,6 +56,10 @@ class Host(Protocol):
 
     def run_plan(self, arguments: str) -> None: ...
 
+    def pick(self, text: str) -> None:
+        """Put `text` in an empty input line with its completions open (a picker)."""
+        ...
+
 
 Run = Callable[[Host, str], None]
 
@@ -93,6 +98,12 @@ class Registry:
     def names(self) -> list[str]:
         return sorted([*self._commands, *self._aliases])
 
+    def copy(self) -> Registry:
+        copied = Registry()
+        copied._commands = dict(self._commands)
+        copied._aliases = dict(self._aliases)
+        return copied
+
 
 def parse(text: str) -> tuple[str, str] | None:
     """(name, arguments) of a line that is a slash command; None for other text (`/`
@@ -113,6 +124,52 @@ def expand(template: str, arguments: str) -> str:
     if "$ARGUMENTS" in template:
         return template.replace("$ARGUMENTS", arguments)
     return f"{template.rstrip()}\n\n{arguments}" if arguments else template
+
+
+Signature = tuple[tuple[str, tuple[tuple[str, int, int], ...] | None], ...]
+
+
+class CustomCommands:
+    """The registry with the custom commands as the folders hold them now: a file added,
+    changed or removed while the client runs counts from the next completion or command.
+
+    `current()` is called at each completion of a `/` and each slash command, so it only
+    lists the folders (a name, mtime and size per `*.md`, a few stat calls) and reads the
+    files again when that listing changed. A new registry is built and swapped in, never
+    changed in place, so a reader holding the old one is never disturbed."""
+
+    def __init__(self, base: Registry, folders: Callable[[], list[tuple[Path, str]]]) -> None:
+        self._base = base
+        self._folders = folders
+        self._signature: Signature | None = None
+        self._registry = base
+        self.warnings: list[str] = []
+        """The files the last load could not read."""
+
+    def current(self) -> Registry:
+        folders = self._folders()
+        signature = tuple((str(folder), _listing(folder)) for folder, _ in folders)
+        if signature != self._signature:
+            registry = self._base.copy()
+            self.warnings = load_custom(registry, folders)
+            self._registry, self._signature = registry, signature
+        return self._registry
+
+
+def _listing(folder: Path) -> tuple[tuple[str, int, int], ...] | None:
+    try:
+        with os.scandir(folder) as entries:
+            found = []
+            for entry in entries:
+                if entry.name.endswith(".md"):
+                    try:
+                        stat = entry.stat()
+                    except OSError:
+                        continue
+                    found.append((entry.name, stat.st_mtime_ns, stat.st_size))
+    except OSError:
+        return None
+    return tuple(sorted(found))
 
 
 def load_custom(registry: Registry, folders: list[tuple[Path, str]]) -> list[str]:
