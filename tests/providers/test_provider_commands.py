@@ -82,12 +82,12 @@ def test_doctor_checks_keys_and_reachability(
 ) -> None:
     _write(config_home, server, "fake/fake-model")
     monkeypatch.setenv("FAKE_KEY", "sk-fake")
-    assert run_doctor(argparse.Namespace(timeout=2.0)) == 1  # [providers.ollama] is down
+    assert run_doctor(argparse.Namespace(timeout=2.0)) == 0  # ollama is down, not in use
     lines = {line.split()[1]: line for line in capsys.readouterr().out.splitlines()}
     assert lines["fake"].startswith("ok") and "reachable" in lines["fake"]
     assert lines["fakeant"].startswith("ok")
     assert lines["openai"].startswith("off") and "OPENAI_API_KEY is not set" in lines["openai"]
-    assert lines["ollama"].startswith("FAIL")
+    assert lines["ollama"].startswith("off") and lines["ollama"].endswith("(not in use)")
     assert "unreachable: connection refused by 127.0.0.1:" in lines["ollama"]
     gets = [r for r in server.requests if r.method == "GET"]
     assert {r.path for r in gets} == {"/v1/models"}
@@ -119,7 +119,7 @@ def test_add_parsers_registers_both_commands() -> None:
     assert doctor.func is run_doctor and doctor.timeout == 0.5
 
 
-def test_doctor_passes_only_when_every_provider_in_use_does(
+def test_doctor_passes_only_when_the_provider_in_use_does(
     config_home: Path,
     server: WireServer,
     monkeypatch: pytest.MonkeyPatch,
@@ -131,11 +131,13 @@ def test_doctor_passes_only_when_every_provider_in_use_does(
     assert run_doctor(argparse.Namespace(timeout=2.0)) == 0  # the unused built-ins are off
     out = capsys.readouterr().out
     assert "FAIL" not in out and "(not in use)" in out
-    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-x")  # deepseek is in use now, and down
-    config_home.write_text(
-        config_home.read_text()
-        + f'[providers.deepseek]\nbase_url = "http://127.0.0.1:{_closed_port()}"\n'
-    )
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-x")  # set, and down: not in use
+    deepseek = f'[providers.deepseek]\nbase_url = "http://127.0.0.1:{_closed_port()}"\n'
+    config_home.write_text(config_home.read_text() + deepseek)
+    assert run_doctor(argparse.Namespace(timeout=2.0)) == 0
+    lines = {line.split()[1]: line for line in capsys.readouterr().out.splitlines()}
+    assert lines["deepseek"].startswith("off")
+    config_home.write_text('model = "deepseek/deepseek-chat"\n' + deepseek)  # in use now
     assert run_doctor(argparse.Namespace(timeout=2.0)) == 1
     lines = {line.split()[1]: line for line in capsys.readouterr().out.splitlines()}
     assert lines["deepseek"].startswith("FAIL")

@@ -14,6 +14,7 @@ from typing import TextIO
 
 from codecoder.batch.results import STATUSES, ResultLine
 from codecoder.terminal_text import visible
+from codecoder.wording import counted
 
 BAR = 20
 TABLE_ALL_ROWS = 40
@@ -86,8 +87,7 @@ class Progress:
         counts = {s: sum(r.status == s for r in results) for s in STATUSES}
         total = " · ".join(f"{n} {s}" for s, n in counts.items() if n)
         tokens = sum(r.tokens.total() for r in results)
-        costs = [r.cost for r in results]
-        cost = "unknown" if any(c is None for c in costs) else f"${sum(c or 0 for c in costs):.4f}"
+        cost = _total_cost([r.cost for r in results])
         took = _duration(time.monotonic() - self.started)
         extra = []
         if self.skipped:
@@ -104,6 +104,18 @@ class Progress:
             self.stream.flush()
         except OSError:  # a terminal that went away: the batch goes on
             pass
+
+
+def _total_cost(costs: list[float | None]) -> str:
+    """The costs that are known, added, and how many tasks had none (a model without a
+    price, a task that failed before its first request): one such task must not hide what
+    the others cost, nor may the sum pass for the whole."""
+    known = [cost for cost in costs if cost is not None]
+    if costs and not known:
+        return "unknown"
+    missing = len(costs) - len(known)
+    without = f" ({counted(missing, 'task')} without a cost)" if missing else ""
+    return f"${sum(known):.4f}{without}"
 
 
 def _row(result: ResultLine) -> tuple[str, ...]:

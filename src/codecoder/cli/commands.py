@@ -227,12 +227,36 @@ def build_parser(first: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+APPROVAL_HELP = (
+    "ask: what no rule allows is asked; "
+    "auto-edit: edits inside the workspace are allowed, commands ask; "
+    "full-auto: everything inside the workspace is allowed, the rest asks; "
+    "read-only: only tools that read (other calls are denied); "
+    "never-ask: what would ask is denied, with the reason"
+)
+"""Every mode in a line of `--help` (permissions/modes.py): a person choosing one on the
+command line should not need the docs to know what each does."""
+
+
 def _agent_options(parser: Any, *, approval: str | None) -> None:
     parser.add_argument("-m", "--model", help="PROVIDER/MODEL, e.g. openai/gpt-5")
     parser.add_argument("--script", help="replay a codecoder-script/1 file (offline)")
     parser.add_argument("-C", "--cwd", help="the workspace (default: the current folder)")
-    parser.add_argument("--approval", choices=APPROVAL_MODES, default=approval)
-    parser.add_argument("--max-rounds", type=int, default=100, metavar="N")
+    default = f"default: {approval}" if approval else "default: ask on a terminal, else never-ask"
+    parser.add_argument(
+        "--approval",
+        choices=APPROVAL_MODES,
+        default=approval,
+        metavar="MODE",
+        help=f"{APPROVAL_HELP}; {default}",
+    )
+    parser.add_argument(
+        "--max-rounds",
+        type=int,
+        default=100,
+        metavar="N",
+        help="stop a turn after N requests to the model (default 100)",
+    )
     parser.add_argument("--trace", metavar="FILE", help="write every command and event as JSONL")
     parser.add_argument(
         "--trace-bodies", action="store_true", help="with --trace, each model request whole"

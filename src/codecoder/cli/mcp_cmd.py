@@ -17,10 +17,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codecoder.exitcodes import EXIT_OK, EXIT_USAGE
 from codecoder.terminal_text import visible
+
+if TYPE_CHECKING:
+    from codecoder.mcp.manager import ServerInfo
 
 
 def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -52,49 +55,59 @@ def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
 
 
 def run_list(options: argparse.Namespace) -> int:
-    from codecoder.config import ConfigError, user_config
-    from codecoder.mcp.config import select
-    from codecoder.permissions.trust import is_trusted
+    from codecoder.app.wiring import WiringError
+    from codecoder.config import ConfigError
 
     workspace = Path(options.cwd).expanduser().resolve()
     try:
-        user = user_config()
-        project = _project(workspace) if is_trusted(workspace) else {}
-        selection = select(workspace, user, project)
-    except ConfigError as exc:
-        print(f"codecoder mcp: {visible(str(exc))}", file=sys.stderr)
-        return EXIT_USAGE
-    if not selection.servers and not selection.left_out:
-        print("no MCP servers configured (add one: codecoder mcp add NAME -- COMMAND ARGS…)")
-        return EXIT_OK
-    from codecoder.app.options import AgentOptions
-    from codecoder.app.wiring import WiringError, build_sandbox
-    from codecoder.mcp.manager import McpManager
-    from codecoder.permissions.chain import RulePolicy
-
-    try:
-        sandbox = build_sandbox(AgentOptions(), user, RulePolicy.load(workspace))
+        infos = statuses(workspace)
     except (ConfigError, WiringError) as exc:
         print(f"codecoder mcp: {visible(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
+    if not infos:
+        print("no MCP servers configured (add one: codecoder mcp add NAME -- COMMAND ARGS…)")
+        return EXIT_OK
+    for info in infos:  # a server's stderr, its tools, a project's command
+        origin = "" if info.origin == "user" else f" ({info.origin})"
+        where = f"  {info.where}" if info.where else ""
+        lines = [f"{info.name}{origin}  {info.status}  {info.transport}{where}  {info.target}"]
+        if info.tools:
+            lines.append(f"    tools: {', '.join(info.tools)}")
+        if info.detail:
+            lines.append(f"    {info.detail}")
+        for line in lines:
+            print(visible(line, one_line=True))
+    return EXIT_OK
+
+
+def statuses(workspace: Path, wait_at_most: float | None = None) -> list[ServerInfo]:
+    """The servers a session in `workspace` would start, each started as it would start
+    them (confined alike) and waited for up to its startup_timeout (or `wait_at_most`),
+    then stopped; those left out (a project's not approved, a disabled one) with why.
+    `mcp list` and `doctor` show these. Raises ConfigError or WiringError."""
+    from codecoder.app.options import AgentOptions
+    from codecoder.app.wiring import build_sandbox
+    from codecoder.config import user_config
+    from codecoder.mcp.config import select
+    from codecoder.mcp.manager import McpManager
+    from codecoder.permissions.chain import RulePolicy
+    from codecoder.permissions.trust import is_trusted
+
+    user = user_config()
+    project = _project(workspace) if is_trusted(workspace) else {}
+    selection = select(workspace, user, project)
+    if not selection.servers and not selection.left_out:
+        return []
+    sandbox = build_sandbox(AgentOptions(), user, RulePolicy.load(workspace))
     manager = McpManager(selection, sandbox=sandbox)
     manager.start()
     try:
-        manager.wait_settled(max((s.startup_timeout for s in selection.servers), default=0))
-        for info in manager.statuses():  # a server's stderr, its tools, a project's command
-            origin = "" if info.origin == "user" else f" ({info.origin})"
-            where = f"  {info.where}" if info.where else ""
-            lines = [f"{info.name}{origin}  {info.status}  {info.transport}{where}  {info.target}"]
-            if info.tools:
-                lines.append(f"    tools: {', '.join(info.tools)}")
-            if info.detail:
-                lines.append(f"    {info.detail}")
-            for line in lines:
-                print(visible(line, one_line=True))
+        wait = max((s.startup_timeout for s in selection.servers), default=0)
+        manager.wait_settled(wait if wait_at_most is None else min(wait, wait_at_most))
+        return manager.statuses()
     finally:
         manager.close()
         sandbox.close()
-    return EXIT_OK
 
 
 def _add_options(words: list[str]) -> tuple[argparse.Namespace, list[str]]:

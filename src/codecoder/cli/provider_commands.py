@@ -29,7 +29,8 @@ def add_parsers(subparsers: Any) -> None:
     models.set_defaults(func=run_models)
     doctor = subparsers.add_parser(
         "doctor",
-        help="check each provider's API key and whether its server answers, and the sandbox",
+        help="check the providers (API key, server), the sandbox, the MCP servers and the "
+        "daemon; exit 1 when what is in use fails",
     )
     doctor.add_argument(
         "--timeout", type=float, default=3.0, help="seconds to wait for each server (default 3)"
@@ -105,9 +106,12 @@ MAX_TIMEOUT = 600.0
 
 
 def run_doctor(args: argparse.Namespace) -> int:
-    """Check every provider; exit 1 when a provider in use fails its check (or none is
-    usable at all). In use: the default model's, one with a `[providers.NAME]` table, one
-    whose key is set. The others are listed as `off` when they fail, not as failures."""
+    """Check every provider, the sandbox, the MCP servers and the daemon; exit 1 only
+    when something in use fails: the default model's provider (without a default
+    model, when no provider is usable at all), a sandbox `[sandbox] mode` asks for, an
+    MCP server a session here would start, a daemon that holds its lock but does not
+    answer. The rest is listed as `off` when it fails: a key set for another tool, a
+    `[providers.NAME]` table kept for later, are no reason for a failing check."""
     timeout = float(getattr(args, "timeout", 3.0))
     if not 0 < timeout <= MAX_TIMEOUT:  # NaN is neither
         print(
@@ -132,7 +136,7 @@ def run_doctor(args: argparse.Namespace) -> int:
         thread.start()
     for thread in threads:
         thread.join()
-    used = _in_use(config, providers)
+    used = _in_use(config)
     for name in providers:
         check = results[name]
         mark = "ok" if check.ok else "FAIL" if name in used else "off"
@@ -142,15 +146,69 @@ def run_doctor(args: argparse.Namespace) -> int:
         _say(f"{'FAIL':<5} {name:<12} no such provider (the default model names it)")
     sandbox_ok = _report_sandbox(config)
     _report_checkpoints(config)
+    mcp_ok = _report_mcp(Path.cwd(), timeout)
+    daemon_ok = _report_daemon()
     failed = [name for name in used if name not in results or not results[name].ok]
-    if not any(check.ok for check in results.values()):
+    if not used and not any(check.ok for check in results.values()):
         print(
             "codecoder doctor: no provider is usable: set an API key (e.g. ANTHROPIC_API_KEY) "
             "or add a [providers.NAME] table to config.toml",
             file=sys.stderr,
         )
         return 1
-    return 1 if failed or not sandbox_ok else 0
+    return 1 if failed or not (sandbox_ok and mcp_ok and daemon_ok) else 0
+
+
+MCP_WAIT = 30.0
+"""Seconds doctor waits at most for the MCP servers to start (each has its own
+startup_timeout, 10 s by default; one that needs longer is not ready in a session
+either, but doctor must not hang on it)."""
+
+
+def _report_mcp(workspace: Path, timeout: float) -> bool:
+    """Start the servers a session here would start, as it would (mcp_cmd.statuses),
+    and say which are ready; a project's server that is not approved is not started
+    (approving runs its command: doctor says how). False when a server a session would
+    start fails."""
+    from codecoder.app.wiring import WiringError
+    from codecoder.cli.mcp_cmd import statuses
+    from codecoder.config import ConfigError
+
+    try:
+        infos = statuses(workspace, wait_at_most=max(timeout, MCP_WAIT))
+    except (ConfigError, WiringError) as exc:
+        _say(f"{'FAIL':<5} {'mcp':<12} {exc}")
+        return False
+    if not infos:
+        _say(f"{'off':<5} {'mcp':<12} no MCP servers configured")
+        return True
+    ok = True
+    for info in infos:
+        name = f"mcp {info.name}"
+        origin = "" if info.origin == "user" else f" ({info.origin})"
+        if info.status == "ready":
+            tools = f"{len(info.tools)} tool{'' if len(info.tools) == 1 else 's'}"
+            _say(f"{'ok':<5} {name:<12} ready{origin}, {tools} ({info.target})")
+        elif info.status in ("not started", "disabled"):
+            hint = f"; run `codecoder mcp approve {info.name}`" if "approv" in info.detail else ""
+            _say(f"{'off':<5} {name:<12} {info.status}{origin}: {info.detail}{hint}")
+        else:
+            ok = False
+            what = "not ready in time" if info.status == "starting" else info.status
+            detail = f": {info.detail}" if info.detail else ""
+            _say(f"{'FAIL':<5} {name:<12} {what}{origin} ({info.target}){detail}")
+    return ok
+
+
+def _report_daemon() -> bool:
+    """Whether a daemon serves sessions here (`codecoder daemon status`'s probe); False
+    only for one that holds its lock and does not answer."""
+    from codecoder.daemon.control import probe
+
+    running, detail = probe()
+    mark = "ok" if running else "off" if running is None else "FAIL"
+    _say(f"{mark:<5} {'daemon':<12} {detail}")
+    return running is not False
 
 
 def _report_sandbox(config: Mapping[str, Any]) -> bool:
@@ -199,21 +257,14 @@ def _report_checkpoints(config: Mapping[str, Any]) -> None:
     )
 
 
-def _in_use(config: Mapping[str, Any], providers: Mapping[str, ProviderSettings]) -> set[str]:
-    """The providers whose failure counts: the default model's, those configured in a
-    `[providers.NAME]` table, and those whose key is set."""
+def _in_use(config: Mapping[str, Any]) -> set[str]:
+    """The providers whose failure counts: the default model's, which every session
+    without `-m` uses. Without a default model none is (run_doctor then asks that one
+    provider be usable at all)."""
     from codecoder.providers import registry
 
-    used = {
-        name
-        for name, settings in providers.items()
-        if registry.key_status(settings, os.environ) == "set"
-    }
-    used |= set(config.get("providers", {}))
     default = registry.default_model(config)
-    if default:
-        used.add(default.partition("/")[0])
-    return used
+    return {default.partition("/")[0]} if default else set()
 
 
 def _check_into(

@@ -26,7 +26,12 @@ def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
         "show the diff of what is restored (docs/undo.md).",
     )
     undo.add_argument("-C", "--cwd", default=".", help="the workspace (default: here)")
-    undo.add_argument("--session", metavar="ID", help="default: this folder's latest")
+    undo.add_argument(
+        "--session",
+        metavar="ID",
+        help="the session (its id, or the start of it); default: this folder's latest "
+        "session that has something to undo (or redo)",
+    )
     undo.add_argument("--turn", type=int, metavar="N", help="default: the last that changed files")
     undo.add_argument("--redo", action="store_true", help="put back what the last undo took away")
     undo.add_argument(

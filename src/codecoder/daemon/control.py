@@ -62,6 +62,30 @@ def status(*, as_json: bool = False, socket_path: Path | None = None) -> int:
     return EXIT_OK
 
 
+def probe(socket_path: Path | None = None) -> tuple[bool | None, str]:
+    """`status` in one line, for `codecoder doctor`: (True, what it serves) when a daemon
+    answers, (None, how to start one) when none runs (clients then run their sessions
+    in their own process: nothing is wrong), (False, why) when one holds the lock but
+    does not answer (another cannot start, and `--attach` cannot reach it)."""
+    path = socket_path or paths.daemon_socket()
+    try:
+        info = _ask_status(path)
+    except (DaemonUnavailable, RpcError, TimeoutError) as exc:
+        holder = lock_holder(lock_path(path))
+        if holder is None:
+            return None, f"not running (start one: codecoder daemon --detach) ({path})"
+        return False, (
+            f"pid {holder or '?'} holds the lock but does not answer on {path}: {exc} "
+            "(codecoder daemon stop sends it SIGTERM)"
+        )
+    sessions = list(info.get("sessions", ()))
+    running = sum(1 for s in sessions if s.get("running"))
+    return True, (
+        f"running: pid {info.get('pid')}, {len(sessions)} session(s) loaded, "
+        f"{running} running ({info.get('socket') or path})"
+    )
+
+
 def stop(*, timeout: float = STOP_TIMEOUT, socket_path: Path | None = None) -> int:
     """Stop the running daemon as SIGTERM does (every turn cancelled, every session's
     state committed) and wait until it is gone: 0 when it stopped, or none ran; 1 when

@@ -39,6 +39,7 @@ class Asking:
             was_head = question is self.head
             question.dismiss("answered elsewhere")
             self.queue.remove(question)
+            self.client.view.approved(call_id)
             self.client.view.line("  → answered by another client", "dim")
             if was_head:
                 screen = self.client.screen
@@ -196,6 +197,8 @@ class Asking:
 
     def _decide(self, question: Question, decision: Any, message: str | None = None) -> None:
         question.answer(decision, message)
+        assert isinstance(question.event, ConfirmRequest)
+        self.client.view.approved(question.event.tool_call.id)
         words = {
             "allow_once": "allowed once",
             "allow_session": "allowed for this session",

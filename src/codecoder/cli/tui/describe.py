@@ -1,6 +1,8 @@
 """Tool calls as a person would write them: the command, the path, the pattern; never a
 Python repr. Unknown tools (MCP, web_fetch, later ones) show their arguments as
-`key=value` with JSON values."""
+`key=value` with JSON values. An MCP tool (`mcp__SERVER__TOOL`, the name the model sees)
+is shown as `SERVER · TOOL`: the prefix and the doubled underscores are plumbing, the
+server and the tool are what a person configured and recognises."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from codecoder.cli.tui.text import safe_line
+from codecoder.mcp.tools import PREFIX as MCP_PREFIX
 from codecoder.wording import counted
 
 
@@ -108,14 +111,41 @@ DOING = {
 }
 
 
+def mcp_parts(name: str) -> tuple[str, str] | None:
+    """An MCP tool's server and tool, None for any other name. A server's name never
+    holds `__` (mcp/config.py refuses it), so the first `__` after the prefix ends it."""
+    if not name.startswith(MCP_PREFIX):
+        return None
+    server, sep, tool = name[len(MCP_PREFIX) :].partition("__")
+    return (server, tool) if sep and server and tool else None
+
+
 def label(name: str) -> str:
     """A tool's label; a name we do not know is the model's, shown as it is."""
+    parts = mcp_parts(name)
+    if parts is not None:
+        return safe_line(" · ".join(parts))
     return LABELS.get(name) or safe_line(name)
 
 
 def doing(name: str) -> str:
     """What the agent is doing while the tool runs (the status line)."""
-    return DOING.get(name) or f"Running {safe_line(name)}"
+    return DOING.get(name) or f"Running {label(name)}"
+
+
+def argument_lines(args: dict[str, Any]) -> list[str]:
+    """Every argument on a line of its own (`key: value`), for an approval of a tool we
+    do not know: nothing cut, since the person approves exactly these values."""
+    if not args:
+        return ["(no arguments)"]
+    return [
+        f"{safe_line(key)}: {safe_line(value if isinstance(value, str) else _json(value))}"
+        for key, value in args.items()
+    ]
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
 
 
 def arguments(name: str, args: dict[str, Any]) -> str:
@@ -138,9 +168,21 @@ def result_summary(name: str, text: str) -> str:
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines:
         return ""
+    if len(lines) > 1 and lines[0].strip() in ("{", "["):
+        compact = _compact_json(text)  # pretty-printed JSON: its first line says nothing
+        if compact is not None:
+            return safe_line(compact)
     if name in ("read_file",):
         return counted(len(lines), "line")
     if name in ("glob", "grep", "list_dir") and len(lines) > 1:
         return counted(len(lines), "line")
     more = f" (+{counted(len(lines) - 1, 'line')})" if len(lines) > 1 else ""
     return safe_line(lines[0]) + more
+
+
+def _compact_json(text: str) -> str | None:
+    """JSON text on one line, None for text that is not JSON."""
+    try:
+        return _json(json.loads(text))
+    except ValueError:
+        return None

@@ -110,6 +110,9 @@ def what_it_approves(event: ConfirmRequest, workspace: Path) -> tuple[list[str],
     elif call.name in ("edit_file", "write_file"):
         path = safe_line(str(args.get("path")))
         lines = [f"? {label} {path} ({call.name})"]
+    elif call.raw_args is None and describe.mcp_parts(call.name) is not None:
+        lines = [f"? {label} (MCP)"]  # the label is the server and the tool already
+        lines += [f"  {line}" for line in describe.argument_lines(args)]
     elif call.raw_args is not None:
         lines = [f"? {label} ({call.name}), arguments that are not valid JSON:"]
         lines.append(f"  {safe_line(call.raw_args)}")

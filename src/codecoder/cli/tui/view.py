@@ -193,6 +193,13 @@ class View:
         self.tools[event.id] = _Tool(event.id, event.name, event.args, time.monotonic())
         self.status = ""
 
+    def approved(self, call_id: str) -> None:
+        """A call's question was answered: its elapsed time starts now, since the time a
+        person took to read the diff and answer is not the call's."""
+        tool = self.tools.get(call_id)
+        if tool is not None:
+            tool.started = time.monotonic()
+
     def _on_ToolOutput(self, event: ToolOutput) -> None:
         tool = self.tools.get(event.id)
         if tool is None:
