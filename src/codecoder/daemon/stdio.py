@@ -13,6 +13,7 @@ import contextlib
 import os
 import sys
 import threading
+from typing import BinaryIO
 
 from codecoder.daemon.handler import AcpHandler, Hub
 from codecoder.daemon.rpc import Connection
@@ -39,7 +40,7 @@ def serve_stdio(hub: Hub) -> int:
             done.set()
 
     def write(frame: bytes) -> None:
-        protocol_out.write(frame)
+        write_all(protocol_out, frame)
 
     conn = Connection(sys.stdin.buffer, write, _Stdio(), name="stdio")
     conn.start()
@@ -49,3 +50,12 @@ def serve_stdio(hub: Hub) -> int:
     conn.close()
     protocol_out.close()
     return 0
+
+
+def write_all(out: BinaryIO, frame: bytes) -> None:
+    """All of `frame`: an unbuffered write is one write(2), which a signal (a command's
+    child ending: SIGCHLD) cuts short while a slow editor keeps the pipe full; the rest
+    was lost, and the editor read half a frame joined to the next."""
+    view = memoryview(frame)
+    while view:
+        view = view[out.write(view) or 0 :]
