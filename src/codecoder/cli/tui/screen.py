@@ -8,6 +8,7 @@ layout, its keys, and printing above it.
     queued messages
     status                           spinner · elapsed · what Ctrl+C does now
     > input                          always there: typing during a turn queues
+    (room for the completion menu)   only while the menu is open
     footer                           model · approval · context · tokens · cost
 
 `print_above` erases the bottom part, writes the settled text and draws the bottom part
@@ -66,6 +67,10 @@ STYLE = Style.from_dict(
         "completion-menu.completion.current": "bg:ansicyan fg:ansiblack",
     }
 )
+MENU_ROWS = 8
+"""The most completions the pop-up shows at once (it scrolls through the rest)."""
+MENU_FEWEST = 3
+"""Rows the pop-up keeps when the terminal is too short for all of them."""
 _IGNORED = (Keys.Vt100MouseEvent, Keys.ScrollUp, Keys.ScrollDown, Keys.Ignore)
 
 
@@ -193,13 +198,34 @@ class Screen:
             wrap_lines=True,
             dont_extend_height=True,
         )
+        # The pop-up floats over the input and the rows reserved under it, never over the
+        # status line or the footer: a float is drawn only inside its container, and the
+        # layout is no taller than what it needs (it is not full screen), so without the
+        # room the menu had the footer's one row.
+        room = ConditionalContainer(
+            Window(height=self._menu_room), filter=Condition(lambda: self._menu_rows() > 0)
+        )
+        menu = Float(xcursor=True, ycursor=True, content=CompletionsMenu(max_height=MENU_ROWS))
+        editor = FloatContainer(HSplit([prompt, room]), floats=[menu])
         footer = Window(FormattedTextControl(self._footer), height=1, style="class:footer")
-        body = HSplit([live, question, answer, queued, status, prompt, footer])
-        menu = Float(xcursor=True, ycursor=True, content=CompletionsMenu(max_height=8))
-        return FloatContainer(body, floats=[menu])
+        return HSplit([live, question, answer, queued, status, editor, footer])
+
+    def _menu_rows(self) -> int:
+        """Rows the open completion menu wants (none when it is closed, or hidden: it is
+        drawn only for the focused buffer, and a question's answer line may have it)."""
+        state = self.input.complete_state if self.app.current_buffer is self.input else None
+        return min(len(state.completions), MENU_ROWS) if state is not None else 0
+
+    def _menu_room(self) -> Dimension:
+        """The menu's rows, fewer (down to a few) when the terminal is too short for the
+        live part above and all of them: the layout shares the rows out."""
+        rows = self._menu_rows()
+        return Dimension(min=min(rows, MENU_FEWEST), preferred=rows, max=rows)
 
     def _live(self) -> Any:
-        rows = self.rows
+        # The rows an open menu takes are not the live part's: cut to fewer lines, it
+        # keeps showing its newest ones (a window too short would show its first).
+        rows = self.rows - self._menu_rows()
         text = self.client.live_text(max(4, min(rows - 8, rows // 2)), self.columns)
         if text != self._live_cache[0]:
             self._live_cache = (text, fragments(text))
