@@ -194,7 +194,15 @@ def build_parser(first: str | None = None) -> argparse.ArgumentParser:
         return parser
 
     resume = sub.add_parser("resume", help="continue a session interactively")
-    resume.add_argument("resume", nargs="?", metavar="ID", help="default: this folder's last")
+    resume.add_argument(
+        "resume", nargs="?", metavar="ID", help="default: this folder's last (--pick: choose)"
+    )
+    resume.add_argument(
+        "--pick",
+        action="store_true",
+        help="choose among this folder's sessions (title, age, turns, model; ↑↓, Enter; "
+        "Esc cancels); needs a terminal",
+    )
     _agent_options(resume, approval=None)
     _daemon_options(resume)
     resume.set_defaults(func=_interactive, continue_=False, task=None, json=False)
@@ -336,11 +344,22 @@ def agent_options(namespace: argparse.Namespace) -> AgentOptions:
 def _interactive(namespace: argparse.Namespace) -> int:
     from codecoder.cli.repl import run_repl
 
+    options = agent_options(namespace)
+    pick = bool(getattr(namespace, "pick", False))
+    if pick:
+        if namespace.resume is not None or getattr(namespace, "attach", None) is not None:
+            from codecoder.exitcodes import EXIT_USAGE
+
+            clash = "give no ID with it" if namespace.resume is not None else "not with --attach"
+            print(f"codecoder resume: error: --pick chooses the session: {clash}", file=sys.stderr)
+            return EXIT_USAGE
+        options = msgspec.structs.replace(options, continue_=False)  # nothing chosen yet
     return run_repl(
-        agent_options(namespace),
+        options,
         attach=getattr(namespace, "attach", None),
         no_daemon=bool(getattr(namespace, "no_daemon", False)),
         approval_given=namespace.approval is not None,
+        pick=pick,
     )
 
 

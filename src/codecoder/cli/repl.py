@@ -5,6 +5,8 @@ this process (`--no-daemon`, or no daemon).
 Not a terminal (standard input or output redirected): it behaves like `codecoder exec`
 on the task read from standard input (`codecoder < task.md > answer.md`), with exec's
 approval default (never-ask) unless `--approval` was given, and exec's exit codes.
+`codecoder resume --pick` is the exception: a picker needs a person at a terminal, so
+without one it is a usage error (exit 2), never a guess at which session was meant.
 
 With no model configured (no `-m`, no `--script`, no `model = …` in config.toml, not
 resuming, no daemon) it prints a short guide instead of one error line.
@@ -24,7 +26,9 @@ from codecoder.exitcodes import EXIT_USAGE
 
 if TYPE_CHECKING:
     from codecoder.app.options import AgentOptions
+    from codecoder.cli.tui.backend import Backend
     from codecoder.daemon.client import DaemonClient
+    from codecoder.sessions.records import SessionInfo
 
 GUIDE = """\
 CodeCoder needs a model to talk to. Pick one of these:
@@ -53,15 +57,31 @@ def run_repl(
     attach: str | None = None,
     no_daemon: bool = False,
     approval_given: bool = True,
+    pick: bool = False,
 ) -> int:
     """The interactive client; `approval_given`: `--approval` was on the command line
-    (otherwise a run without a terminal takes exec's default)."""
+    (otherwise a run without a terminal takes exec's default); `pick`: `resume --pick`,
+    the session is chosen in the client's picker before any is opened."""
     workspace = Path(options.cwd or ".").expanduser().resolve()
     if not workspace.is_dir():
         print(f"codecoder: no such folder: {workspace}", file=sys.stderr)
         return EXIT_USAGE
+    if pick and not (os.isatty(0) and os.isatty(1)):
+        print(
+            "codecoder resume: --pick needs a terminal (standard input and output); "
+            "give the session's ID instead (`codecoder sessions` lists them)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     if not (os.isatty(0) and os.isatty(1)):
         return _not_a_terminal(options, attach, approval_given)
+    choices: list[SessionInfo] | None = []
+    if pick:
+        choices = _pickable(workspace)
+        if not choices:
+            if choices is not None:
+                print(f"codecoder resume: no session to resume in {workspace}", file=sys.stderr)
+            return EXIT_USAGE
     daemon: DaemonClient | None = None
     if attach is not None or (not no_daemon and _daemon_runs()):
         from codecoder.daemon.client import DaemonClient, DaemonUnavailable
@@ -75,15 +95,19 @@ def run_repl(
                     file=sys.stderr,
                 )
                 return EXIT_USAGE
-    if daemon is None and _needs_a_model(options):  # (a daemon has its own defaults)
+    if daemon is None and not pick and _needs_a_model(options):  # (a daemon has its own defaults)
         from codecoder import paths
 
         print(GUIDE.format(config=paths.config_dir() / "config.toml"), file=sys.stderr, end="")
         return EXIT_USAGE
     early = _EarlyFrame(_color())  # the prompt now; prompt_toolkit takes ~100 ms to import
     try:
-        from codecoder.cli.tui.app import Client
+        from codecoder.cli.tui.app import Client, FirstPick
         from codecoder.cli.tui.backend import open_backend
+
+        def open_chosen(session: str) -> Backend:
+            chosen = msgspec.structs.replace(options, resume=session)
+            return open_backend(chosen, workspace, attach=None, daemon=daemon)
 
         client = Client(
             options,
@@ -91,6 +115,7 @@ def run_repl(
             lambda: open_backend(options, workspace, attach=attach, daemon=daemon),
             color=_color(),
             daemon=daemon is not None,
+            first_pick=FirstPick(choices, open_chosen) if choices else None,
         )
         early.hand_over()
         return client.run()
@@ -132,6 +157,24 @@ class _EarlyFrame:
         if self._saved is not None:
             with contextlib.suppress(termios.error, OSError):
                 termios.tcsetattr(0, termios.TCSADRAIN, self._saved)
+
+
+def _pickable(workspace: Path) -> list[SessionInfo] | None:
+    """The sessions `resume --pick` offers: this folder's that got an answer, newest
+    first (a failed or empty one has nothing to go on with). No store, no sessions: the
+    file is not created by looking. None when the store cannot be read (said here)."""
+    from codecoder import paths
+    from codecoder.cli.tui.picker import LIMIT
+    from codecoder.sessions import SessionError, SessionStore
+
+    if not paths.sessions_db().exists():
+        return []
+    try:
+        with SessionStore() as store:
+            return store.list_sessions(workspace, LIMIT, answered_only=True)
+    except SessionError as exc:
+        print(f"codecoder resume: {exc}", file=sys.stderr)
+        return None
 
 
 def _color() -> bool:

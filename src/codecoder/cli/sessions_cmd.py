@@ -183,16 +183,16 @@ def _table(
     model_w = max(5, *(len(row[2]) for row in rows))
     age_w = max(3, *(len(row[3]) for row in rows))
     room = shutil.get_terminal_size((100, 24)).columns - (8 + 2) - (model_w + 2) - (age_w + 2)
-    title_w = max(20, min(room, max(_cells(row[1]) for row in rows)))
+    title_w = max(20, min(room, max(cells(row[1]) for row in rows)))
     lines = []
     for row in [("ID", "TITLE", "MODEL", "AGE" if not notes else "AGE/LIVE", "FOLDER"), *rows]:
-        title = _fit(row[1], title_w)
+        title = fit(row[1], title_w)
         line = f"{row[0]:<8}  {title}  {row[2]:<{model_w}}  {row[3]:<{age_w}}"
         lines.append((line + "  " + row[4]) if show_folder else line.rstrip())
     return lines
 
 
-def _cells(text: str) -> int:
+def cells(text: str) -> int:
     """Columns `text` takes in a terminal: a wide East Asian character takes two, a
     combining mark none. (`str.ljust` counts characters, and a Chinese or Japanese
     title pushed every column after it out of line.) The standard library's table, not
@@ -205,17 +205,18 @@ def _cells(text: str) -> int:
     )
 
 
-def _fit(text: str, cells: int) -> str:
-    """`text` cut (with …) and padded to exactly `cells` columns."""
-    if _cells(text) > cells:
+def fit(text: str, width: int) -> str:
+    """`text` cut (with …) and padded to exactly `width` columns (the session picker
+    of the client aligns its rows with it too)."""
+    if cells(text) > width:
         out, used = [], 0
         for char in text:
-            used += _cells(char)
-            if used > cells - 1:
+            used += cells(char)
+            if used > width - 1:
                 break
             out.append(char)
         text = "".join(out) + "…"
-    return text + " " * (cells - _cells(text))
+    return text + " " * (width - cells(text))
 
 
 def _home(folder: str) -> str:

@@ -8,6 +8,7 @@ the input, rich and our own Markdown path for the output.
     stream.py       streamed Markdown cut into settled blocks and the open one
     markdown.py     Markdown blocks → ANSI, fast; paint.py (rich) for tables and quotes
     questions.py    what a confirmation approves, its menu; AskUser
+    picker.py       the session picker (/resume with no id, `resume --pick`)
     diffs.py        unified diffs of edits and writes (before approval and after)
     describe.py     tool calls as a person writes them
     slash.py        the slash-command registry, custom commands; builtin.py the built-ins

@@ -61,8 +61,10 @@ if TYPE_CHECKING:
     from prompt_toolkit.buffer import Buffer
 
     from codecoder.app.options import AgentOptions
+    from codecoder.cli.tui.picker import SessionPicker
     from codecoder.cli.tui.plan import PlanDriver
     from codecoder.cli.tui.screen import Screen
+    from codecoder.sessions.records import SessionInfo
 
 EXIT_WINDOW = 2.0
 """Seconds within which a second Ctrl+C at an empty prompt leaves."""
@@ -87,6 +89,14 @@ class Pending(msgspec.Struct, frozen=True):
     command: slash.SlashCommand | None = None
 
 
+class FirstPick(msgspec.Struct, frozen=True):
+    """`codecoder resume --pick`: the sessions to choose from before any is opened, and
+    how to open the chosen one (on the daemon or in this process, as `open_backend`)."""
+
+    sessions: list[SessionInfo]
+    open: Callable[[str], Backend]
+
+
 class Client:
     def __init__(
         self,
@@ -96,8 +106,10 @@ class Client:
         *,
         color: bool,
         daemon: bool,
+        first_pick: FirstPick | None = None,
     ) -> None:
         self.options = options
+        self._first_pick = first_pick
         self.workspace = workspace
         self._open_backend = open_backend
         self.color = color
@@ -135,6 +147,8 @@ class Client:
         self._print_due = False
         self.plan: PlanDriver | None = None
         """The plan running (/plan), if one is: the client is busy "plan" meanwhile."""
+        self.picker: SessionPicker | None = None
+        """The session picker, while it is open: it has the keys (screen.py)."""
         self.after_turn: Callable[[Done | None], None] | None = None
         """Called when a turn is over, instead of running what waits: `codecoder demo`
         leaves then, since its recorded model has nothing more to say."""
@@ -162,8 +176,27 @@ class Client:
         assert loop is not None
         for signum, code in ((signal.SIGHUP, EXIT_SIGHUP), (signal.SIGTERM, EXIT_SIGTERM)):
             loop.add_signal_handler(signum, self._signalled, code)
+        if self._first_pick is not None:
+            loop.call_soon(self.choose_session, self._first_pick.sessions, self._first_picked)
+            return
         self.busy, self.busy_since = "starting", time.monotonic()
         loop.call_soon(self._start_worker, self._open_first)
+
+    def _first_picked(self, chosen: str | None) -> None:
+        """`codecoder resume --pick`: open the chosen session as `codecoder resume ID`
+        would; a cancelled picker leaves at once (exit 0: the user changed their mind,
+        nothing failed), saying that nothing was resumed."""
+        pick = self._first_pick
+        assert pick is not None
+        if chosen is None:
+            self.view.line("no session chosen: nothing resumed", "dim")
+            self._flush()
+            self.exit_code = EXIT_OK
+            self.screen.app.exit(result=EXIT_OK)
+            return
+        self._open_backend = lambda: pick.open(chosen)
+        self.busy, self.busy_since = "starting", time.monotonic()
+        self._start_worker(self._open_first)
 
     def _start_worker(self, work: Callable[[], None]) -> None:
         thread = threading.Thread(target=work, name="tui-worker", daemon=True)
@@ -546,7 +579,7 @@ class Client:
 
     def _next(self) -> None:
         """Run what waits, while the agent is idle."""
-        while self.pending and not self.busy and self._backend is not None:
+        while self.pending and not self.busy and self._backend is not None and not self.picker:
             item = self.pending.popleft()
             if item.command is not None:
                 self._run_command(item.command, item.text)
@@ -564,6 +597,27 @@ class Client:
         buffer.text = text
         buffer.cursor_position = len(text)
         buffer.start_completion(select_first=False)
+
+    def choose_session(
+        self, sessions: list[SessionInfo], done: Callable[[str | None], None]
+    ) -> None:
+        """Host: open the session picker (picker.py) on `sessions`; `done` gets the
+        chosen id, or None when it is cancelled. What waits to run (a message queued
+        during the turn) waits until it closes: it belongs to whichever session follows."""
+        from codecoder.cli.tui.picker import SessionPicker
+
+        self.picker = SessionPicker(sessions, done)
+        self.screen.input.cancel_completion()
+        self.screen.app.invalidate()
+
+    def picked(self, take: bool) -> None:
+        """The picker closes: Enter took its selection (`take`), or it was cancelled."""
+        picker, self.picker = self.picker, None
+        if picker is None:
+            return
+        picker.done(picker.chosen.id if take else None)
+        self._flush()
+        self._next()
 
     def submit(self, text: str, shown: str) -> None:
         """Host: send `text` as the next message (a custom command's prompt)."""
@@ -716,7 +770,7 @@ class Client:
     def footer_text(self, columns: int) -> str:
         backend = self._backend
         if backend is None:
-            return "starting…"
+            return "choose the session to resume" if self.picker is not None else "starting…"
         stats = self.stats
         used = stats.input_tokens + stats.output_tokens
         parts = [

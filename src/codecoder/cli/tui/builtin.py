@@ -57,7 +57,7 @@ def register(registry: Registry) -> None:
         SlashCommand("sessions", "this folder's sessions", _sessions),
         SlashCommand(
             "resume",
-            "go on with another session",
+            "go on with another session (no id: pick one)",
             _resume,
             usage="[ID]",
             busy="after",
@@ -232,11 +232,38 @@ def _session_ids(host: Host) -> list[str]:
 
 
 def _resume(host: Host, arguments: str) -> None:
+    """`/resume ID` switches to that session; with no id, a picker of this folder's
+    other sessions that got an answer (picker.py), whose choice switches the same way."""
     if not arguments:
-        _sessions(host, "")
+        _pick_session(host)
         return
     ref = arguments.split(maxsplit=1)[0]
     host.replace_backend(lambda old: old.resumed(ref), f"opening session {ref}")
+
+
+def _pick_session(host: Host) -> None:
+    from codecoder.cli.tui.picker import LIMIT
+    from codecoder.sessions import SessionError, SessionStore
+
+    current = host.backend.session_id if host.backend is not None else ""
+    try:
+        with SessionStore() as store:
+            found = store.list_sessions(host.workspace, LIMIT + 1, answered_only=True)
+    except SessionError as exc:
+        host.say(str(exc), "red")
+        return
+    others = [info for info in found if info.id != current][:LIMIT]
+    if not others:
+        host.say("no other session of this folder to resume (/sessions lists them)", "dim")
+        return
+
+    def done(chosen: str | None) -> None:
+        if chosen is None:
+            host.say("no session chosen: this one goes on", "dim")
+            return
+        host.replace_backend(lambda old: old.resumed(chosen), f"opening session {chosen[:8]}")
+
+    host.choose_session(others, done)
 
 
 def _new(host: Host, arguments: str) -> None:

@@ -5,6 +5,7 @@ layout, its keys, and printing above it.
     ─────────────────────────────
     live part                        the open Markdown block, running tools, reasoning
     question                         a confirmation's menu, an AskUser's answer line
+    session picker                   /resume, `codecoder resume --pick` (picker.py)
     queued messages
     status                           spinner · elapsed · what Ctrl+C does now
     > input                          always there: typing during a turn queues
@@ -62,6 +63,7 @@ STYLE = Style.from_dict(
         "question": "bold fg:ansiyellow",
         "key": "bold fg:ansicyan",
         "complaint": "fg:ansired",
+        "picked": "reverse",
         "answer-prompt": "bold fg:ansiyellow",
         "completion-menu": "bg:ansibrightblack fg:ansiwhite",
         "completion-menu.completion.current": "bg:ansicyan fg:ansiblack",
@@ -181,6 +183,10 @@ class Screen:
             ),
             filter=Condition(client.asking.answering),
         )
+        picker = ConditionalContainer(
+            Window(FormattedTextControl(self._picker), dont_extend_height=True, wrap_lines=False),
+            filter=Condition(lambda: client.picker is not None),
+        )
         queued = ConditionalContainer(
             Window(FormattedTextControl(self._queued), dont_extend_height=True, wrap_lines=False),
             filter=Condition(lambda: bool(client.pending)),
@@ -208,7 +214,7 @@ class Screen:
         menu = Float(xcursor=True, ycursor=True, content=CompletionsMenu(max_height=MENU_ROWS))
         editor = FloatContainer(HSplit([prompt, room]), floats=[menu])
         footer = Window(FormattedTextControl(self._footer), height=1, style="class:footer")
-        return HSplit([live, question, answer, queued, status, editor, footer])
+        return HSplit([live, question, answer, picker, queued, status, editor, footer])
 
     def _menu_rows(self) -> int:
         """Rows the open completion menu wants (none when it is closed, or hidden: it is
@@ -233,6 +239,10 @@ class Screen:
 
     def _question(self) -> Any:
         return FormattedText(self.client.asking.fragments())
+
+    def _picker(self) -> Any:
+        picker = self.client.picker
+        return FormattedText(picker.fragments(self.columns) if picker is not None else [])
 
     def _answer_prompt(self) -> str:
         return self.client.asking.prompt()
@@ -332,7 +342,44 @@ class Screen:
         def _interrupt(event: KeyPressEvent) -> None:
             client.interrupt(self.input)
 
+        self._picker_keys(keys)
         return keys
+
+    def _picker_keys(self, keys: KeyBindings) -> None:
+        """While the session picker is open it has the keys: these come after the
+        others, so they win over the same keys bound for the input, and any other key is
+        swallowed (typed text is not for the prompt behind the picker)."""
+        client = self.client
+        picking = Condition(lambda: client.picker is not None)
+        moves = {"up": -1, "down": 1, "c-p": -1, "c-n": 1, "pageup": -10, "pagedown": 10}
+        moves |= {"home": -(1 << 30), "end": 1 << 30}
+
+        @keys.add(Keys.Any, filter=picking)
+        @keys.add(Keys.BracketedPaste, filter=picking)
+        def _swallow(event: KeyPressEvent) -> None:
+            press = event.key_sequence[0]
+            if press.key == Keys.CPRResponse:
+                row, _ = map(int, press.data[2:-1].split(";"))
+                event.app.renderer.report_absolute_cursor_row(row)
+
+        for key, rows in moves.items():
+
+            def _move(event: KeyPressEvent, rows: int = rows) -> None:
+                if client.picker is not None:
+                    client.picker.move(rows)
+
+            keys.add(key, filter=picking)(_move)
+
+        @keys.add("enter", filter=picking)
+        def _take(event: KeyPressEvent) -> None:
+            client.picked(True)
+
+        @keys.add("escape", filter=picking, eager=True)
+        @keys.add("c-c", filter=picking)
+        @keys.add("c-d", filter=picking)
+        @keys.add(Keys.SIGINT, filter=picking)
+        def _cancel(event: KeyPressEvent) -> None:
+            client.picked(False)
 
 
 def _output_processing() -> bool:

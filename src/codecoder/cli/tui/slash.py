@@ -21,6 +21,7 @@ import msgspec
 
 if TYPE_CHECKING:
     from codecoder.cli.tui.backend import Backend
+    from codecoder.sessions.records import SessionInfo
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
 MAX_COMMAND_FILE = 256 * 1024
@@ -58,6 +59,12 @@ class Host(Protocol):
 
     def pick(self, text: str) -> None:
         """Put `text` in an empty input line with its completions open (a picker)."""
+        ...
+
+    def choose_session(
+        self, sessions: list[SessionInfo], done: Callable[[str | None], None]
+    ) -> None:
+        """Open the session picker on `sessions`; `done` gets the chosen id, or None."""
         ...
 
 
