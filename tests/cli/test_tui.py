@@ -9,7 +9,6 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,16 +34,6 @@ def script(folder: Path, replies: list[Any], **extra: Any) -> Path:
 
 def call(name: str, **args: Any) -> dict[str, Any]:
     return {"type": "tool_call", "name": name, "args": args}
-
-
-@pytest.fixture
-def terminals() -> Iterator[list[Terminal]]:
-    """Terminals a test opens; each is closed and checked at the end (nothing of its
-    session left running)."""
-    opened: list[Terminal] = []
-    yield opened
-    for terminal in opened:
-        terminal.close()
 
 
 def start(

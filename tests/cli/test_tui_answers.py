@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_tui import ARM, call, start, terminals
+from tests.cli.test_tui import ARM, call, start
 from tests.terminal import Terminal
 
 pytestmark = pytest.mark.timeout(90)
-__all__ = ["terminals"]  # the fixture, used by name
 
 
 def type_slowly(term: Terminal, text: str, gap: float) -> None:

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +14,6 @@ from tests.cli.test_tui import call, start, user_messages
 from tests.terminal import Terminal
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture
-def terminals() -> Iterator[list[Terminal]]:
-    opened: list[Terminal] = []
-    yield opened
-    for terminal in opened:
-        terminal.close()
 
 
 def roles(folder: Path) -> list[tuple[str, str]]:

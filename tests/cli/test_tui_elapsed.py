@@ -7,11 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_tui import ARM, call, start, terminals
+from tests.cli.test_tui import ARM, call, start
 from tests.terminal import Terminal
 
 pytestmark = pytest.mark.timeout(90)
-__all__ = ["terminals"]
 
 
 def test_an_edits_elapsed_time_starts_after_its_approval(

@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_tui import ARM, call, start, terminals
+from tests.cli.test_tui import ARM, call, start
 from tests.terminal import Terminal
 
 pytestmark = pytest.mark.timeout(90)
-__all__ = ["terminals"]
 
 SERVER = Path(__file__).resolve().parents[1] / "mcp" / "servers" / "lookup.py"
 

@@ -4,7 +4,6 @@ and never covers the status line or the footer."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,14 +17,6 @@ pytestmark = pytest.mark.timeout(90)
 FOOTER = "scripted · approval ask · context"
 COMMANDS = ["/approval", "/clear", "/compact", "/cost", "/exit", "/help", "/model", "/new"]
 """The first eight slash commands: as many as the pop-up shows at once."""
-
-
-@pytest.fixture
-def terminals() -> Iterator[list[Terminal]]:
-    opened: list[Terminal] = []
-    yield opened
-    for terminal in opened:
-        terminal.close()
 
 
 def screen_lines(term: Terminal) -> list[str]:

@@ -5,7 +5,6 @@ model, Ctrl+C during a gate, what is typed meanwhile waiting for the plan's end.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +17,6 @@ from tests.terminal import Terminal
 pytestmark = pytest.mark.timeout(90)
 
 FULL_AUTO = ("--approval", "full-auto")
-
-
-@pytest.fixture
-def terminals() -> Iterator[list[Terminal]]:
-    opened: list[Terminal] = []
-    yield opened
-    for terminal in opened:
-        terminal.close()
 
 
 def write(path: str, content: str) -> dict[str, Any]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,14 +21,6 @@ pytestmark = pytest.mark.timeout(120)
 CLI = [sys.executable, "-m", "codecoder"]
 DOWN = "\x1b[B"
 ESC = "\x1b"
-
-
-@pytest.fixture
-def terminals() -> Iterator[list[Terminal]]:
-    opened: list[Terminal] = []
-    yield opened
-    for terminal in opened:
-        terminal.close()
 
 
 def script(path: Path, *replies: object) -> Path:
