@@ -133,6 +133,9 @@ class Client:
         self.notice = ""
         self.notice_until = 0.0
         self.last_key = 0.0
+        self.key_presses = 0
+        """Keys pressed so far, counted before each one's binding runs (whatever the key:
+        Backspace and the arrows have bindings of their own that the menu never sees)."""
         self.exit_code = EXIT_OK
         self.hung_up = False
         self._inbox: SimpleQueue[tuple[Backend, Incoming]] = SimpleQueue()
@@ -514,6 +517,9 @@ class Client:
 
     def typed(self) -> None:
         self.last_key = time.monotonic()
+
+    def count_key(self) -> None:
+        self.key_presses += 1
 
     def submit_input(self, text: str) -> None:
         if not text.strip():

@@ -135,14 +135,20 @@ class Asking:
         if loop is None:
             self._take_key(question, key)
             return
-        count = question.keys
-        loop.call_later(ARM_AFTER, lambda: self._key_alone(question, key, count))
+        count, pressed = question.keys, self.client.key_presses
+        loop.call_later(ARM_AFTER, lambda: self._key_alone(question, key, count, pressed))
 
-    def _key_alone(self, question: Question, key: str, count: int) -> None:
-        """ARM_AFTER after `key`: it answers if no key came since and the question still
-        waits at its menu."""
-        if question is self.head and question.keys == count and question.mode != "message":
-            self._take_key(question, key)
+    def _key_alone(self, question: Question, key: str, count: int, pressed: int) -> None:
+        """ARM_AFTER after `key`: it answers if no key came since (any key: `y` then
+        Backspace, an arrow, Tab or Enter is no answer, though those keys have bindings
+        of their own and never reach the menu) and the question still waits at its menu."""
+        if question is not self.head or question.mode == "message":
+            return
+        if question.keys != count or self.client.key_presses != pressed:
+            question.complaint = TYPED + (" (y or n)" if question.mode == "gitignore" else "")
+            self.client.screen.app.invalidate()
+            return
+        self._take_key(question, key)
 
     def _take_key(self, question: Question, key: str) -> None:
         if question.mode == "gitignore":

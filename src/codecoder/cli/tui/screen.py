@@ -109,6 +109,7 @@ class Screen:
             erase_when_done=True,  # leaving clears the status, input and footer
         )
         self.app.key_processor.after_key_press += lambda _: client.typed()
+        self.app.key_processor.before_key_press += lambda _: client.count_key()
         self._oflag: bool | None = None
         self._live_cache: tuple[str, list[tuple[str, str]]] = ("", [])
 
