@@ -101,3 +101,20 @@ def test_acp_load_and_attach_take_a_four_character_prefix(tmp_path: Path) -> Non
         error = editor.error_of("_codecoder/session/attach", {"sessionId": session[:4]})
         assert "starts more than one session id" in error["message"]
         assert other[:12] in error["message"]
+
+
+def test_undo_never_acts_on_another_folders_session(tmp_path: Path) -> None:
+    """A short prefix may name any folder's session: `undo --session` run in folder A
+    must not delete what a session of folder B wrote (before: it did, naming no folder,
+    and its redo hint failed in A)."""
+    here, there = tmp_path / "a", tmp_path / "b"
+    here.mkdir()
+    there.mkdir()
+    session = exec_session(tmp_path, there)
+    refused = run("undo", "--session", session[:4], "-C", str(here))
+    assert refused.returncode != 0
+    assert f"changed files in {there}" in refused.stderr and f"-C {there}" in refused.stderr
+    assert (there / "a.txt").read_text() == "A\n"
+    done = run("undo", "--session", session[:4], "-C", str(there))
+    assert done.returncode == 0, done.stderr
+    assert not (there / "a.txt").exists()

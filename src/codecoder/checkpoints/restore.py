@@ -130,6 +130,13 @@ def pick(
     """The checkpoint to undo or redo (see the module docstring)."""
     if session_id is not None:
         rows = store.checkpoints(session_id=session_id)
+        elsewhere = {row.workspace for row in rows} - {str(workspace), str(workspace.resolve())}
+        if elsewhere:  # a short id may name any folder's session: never act on another's
+            folder = sorted(elsewhere)[0]
+            raise UndoError(
+                f"session {session_id[:8]} changed files in {folder}, not in {workspace}: "
+                f"run the undo there (-C {folder})"
+            )
     else:
         rows = _latest_session_rows(store, workspace, direction)
     if turn is not None:
