@@ -118,3 +118,23 @@ def test_undo_never_acts_on_another_folders_session(tmp_path: Path) -> None:
     done = run("undo", "--session", session[:4], "-C", str(there))
     assert done.returncode == 0, done.stderr
     assert not (there / "a.txt").exists()
+
+
+def test_an_editor_cannot_load_another_folders_session_into_its_own(tmp_path: Path) -> None:
+    """`session/load` with folder A's cwd and a prefix of folder B's session: before, B's
+    history was replayed with its paths rewritten into A, and the next prompt worked on
+    A's files. The session belongs to B: refused, naming it."""
+    here, there = tmp_path / "a", tmp_path / "b"
+    here.mkdir()
+    there.mkdir()
+    session = exec_session(tmp_path, there)
+    later = write_script(tmp_path / "later.json", ["Welcome back."])
+    with running(later, cwd=here) as editor:
+        editor.initialize()
+        params = {"sessionId": session[:4], "cwd": str(here), "mcpServers": []}
+        error = editor.error_of("session/load", params)
+        assert error["code"] == -32602 and f"belongs to {there}" in error["message"]
+        assert not editor.updates  # nothing of B's was replayed
+        params["cwd"] = str(there)
+        editor.call("session/load", params)
+        assert editor.prompt(session, "still there?") == "end_turn"

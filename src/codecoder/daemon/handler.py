@@ -124,12 +124,24 @@ class Hub:
         session_id = self.resolve(session_id)
         live = self.find(session_id)
         if live is not None:
+            _same_folder(session_id, str(live.workspace), cwd)
             return live
         self._wait_unloaded(session_id)
         options = self._unloaded(session_id)
         if options is None:
+            _same_folder(session_id, self._stored_cwd(session_id), cwd)
             options = msgspec.structs.replace(self.defaults, cwd=cwd, resume=session_id)
         return self._start(options)
+
+    @staticmethod
+    def _stored_cwd(session_id: str) -> str | None:
+        from codecoder.sessions import SessionError, SessionStore
+
+        try:
+            with SessionStore() as store:
+                return store.get(session_id).cwd
+        except SessionError:  # none stored by that id: the load says so itself
+            return None
 
     def attach(
         self, conn: Connection, session_id: Any, *, ask_user: bool, replay: bool, load: bool
@@ -726,3 +738,16 @@ _METHODS: dict[str, Method] = {
     "_codecoder/steer": AcpHandler.steer,
     "_codecoder/undo": AcpHandler.undo,
 }
+
+
+def _same_folder(session_id: str, stored: str | None, cwd: str | None) -> None:
+    """A session runs in its own folder: an editor in folder A that loads folder B's
+    session (a short prefix may name any folder's) would run it on A's files while its
+    history speaks of B's. Refused, naming the folder to load it from."""
+    if stored is None or cwd is None:
+        return
+    if os.path.realpath(stored) != os.path.realpath(cwd):
+        raise RpcError(
+            INVALID_PARAMS,
+            f"session {session_id[:8]} belongs to {stored}, not {cwd}: load it with that cwd",
+        )
