@@ -108,3 +108,19 @@ def test_read_only_and_ask_modes_say_so(tmp_path: Path) -> None:
         "    it asks, and nobody can answer in exec (approval mode ask)",
     ]
     assert not (tmp_path / "marker").exists()
+
+
+def test_a_file_tool_that_refused_says_why(tmp_path: Path) -> None:
+    """A call that ran and failed (write_file over a file the session has not read) is
+    not a denial, but its `✗` line says why too (before: a bare `✗ write_file`)."""
+    (tmp_path / "notes.md").write_text("keep me\n")
+    call = {"type": "tool_call", "name": "write_file",
+            "args": {"path": "notes.md", "content": "x"}}  # fmt: skip
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([[call], ["done"]]))
+    result = run(
+        "exec", "--approval", "auto-edit", "--script", str(script), "-C", str(tmp_path), "go"
+    )
+    assert result.returncode == 0, result.stderr
+    line = next(x for x in result.stderr.splitlines() if x.startswith("  ✗ "))
+    assert line.startswith("  ✗ write_file: notes.md exists (8 bytes) and this session has not")

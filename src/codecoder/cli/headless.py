@@ -224,7 +224,10 @@ class _Runner:
         allow it (the reason in the event is written for the model)."""
         error = event.error
         if error is None:
-            _progress(f"  {_status_mark(event)} {event.name}")
+            result = event.result
+            failed = result is not None and event.status == "error"  # a file tool refused
+            why = f": {_cut(result.text.partition(chr(10))[0], 200)}" if failed and result else ""
+            _progress(f"  {_status_mark(event)} {event.name}{why}")
             return
         policy = self.setup.policy
         refusal = None
