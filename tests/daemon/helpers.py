@@ -7,12 +7,14 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 from codecoder import paths
 from codecoder.daemon.client import DaemonClient
+from codecoder.daemon.rpc import Connection
 
 CLI = [sys.executable, "-m", "codecoder"]
 WITH_NOFILE = (
@@ -70,3 +72,19 @@ class Daemon:
             self.proc.wait()
         self.proc.communicate()
         return self.proc.returncode
+
+
+class ClosingHandler:
+    """A connection's handler that answers nothing and only notes the close."""
+
+    def __init__(self) -> None:
+        self.closed = threading.Event()
+
+    def on_request(self, conn: Connection, request_id: Any, method: str, params: Any) -> None:
+        pass
+
+    def on_notification(self, conn: Connection, method: str, params: Any) -> None:
+        pass
+
+    def on_close(self, conn: Connection) -> None:
+        self.closed.set()

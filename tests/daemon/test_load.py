@@ -26,7 +26,7 @@ from codecoder.daemon.handler import Hub
 from codecoder.daemon.rpc import DROP_GRACE, RESOURCE_NOT_FOUND, SERVER_ERROR, Connection, RpcError
 from codecoder.daemon.server import DaemonServer
 from codecoder.sessions import SessionStore
-from tests.daemon.helpers import Daemon, write_script
+from tests.daemon.helpers import ClosingHandler, Daemon, write_script
 from tests.procfs import alive, children_of
 
 pytestmark = pytest.mark.timeout(120)
@@ -70,9 +70,8 @@ def start(tmp_path: Path) -> Iterator[Callable[..., tuple[Daemon, Callable[[], D
         daemons.append(daemon)
 
         def connect() -> DaemonClient:
-            client = DaemonClient(daemon.socket)
+            client = daemon.client()
             clients.append(client)
-            client.initialize()
             return client
 
         return daemon, connect
@@ -298,27 +297,11 @@ def test_a_turn_whose_bookkeeping_fails_is_still_answered_once(
         server.stop()
 
 
-class _Quiet:
-    """A connection's handler that only notes the close."""
-
-    def __init__(self) -> None:
-        self.closed = threading.Event()
-
-    def on_request(self, conn: Connection, request_id: Any, method: str, params: Any) -> None:
-        pass
-
-    def on_notification(self, conn: Connection, method: str, params: Any) -> None:
-        pass
-
-    def on_close(self, conn: Connection) -> None:
-        self.closed.set()
-
-
 def test_a_client_that_reads_nothing_is_dropped_and_its_connection_closed() -> None:
     """Its writer was stuck in sendall for good: connection, threads and the batch under
     way stayed, whatever docs/acp.md said."""
     ours, theirs = socket.socketpair()
-    handler = _Quiet()
+    handler = ClosingHandler()
     bound = 1024 * 1024
     conn = Connection.over_socket(ours, handler, name="slow", max_outbound=bound)
     conn.start()

@@ -8,13 +8,12 @@ import io
 import json
 import subprocess
 import sys
-import threading
-from typing import Any
 
 import pytest
 
 from codecoder.cli.main import main
 from codecoder.daemon.rpc import Connection, notification
+from tests.daemon.helpers import ClosingHandler
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -73,23 +72,9 @@ def test_acp_ends_when_its_input_is_closed_at_once() -> None:
     assert proc.stdout == b""
 
 
-class _Recorder:
-    def __init__(self) -> None:
-        self.closed = threading.Event()
-
-    def on_request(self, conn: Connection, request_id: Any, method: str, params: Any) -> None:
-        pass
-
-    def on_notification(self, conn: Connection, method: str, params: Any) -> None:
-        pass
-
-    def on_close(self, conn: Connection) -> None:
-        self.closed.set()
-
-
 def test_a_connection_whose_input_is_empty_closes_and_says_so() -> None:
     for _ in range(20):  # the reader may win the race to run first
-        handler = _Recorder()
+        handler = ClosingHandler()
         conn = Connection(io.BytesIO(b""), lambda frame: None, handler)
         conn.start()
         assert handler.closed.wait(5), "on_close was never called"
@@ -99,7 +84,7 @@ def test_a_connection_whose_input_is_empty_closes_and_says_so() -> None:
 
 def test_a_deeply_nested_frame_is_a_parse_error_and_the_connection_stays() -> None:
     frames: list[bytes] = []
-    handler = _Recorder()
+    handler = ClosingHandler()
     lines = b"[" * 100_000 + b"\n" + b'{"jsonrpc": "2.0", "method": "x"}\n'
     conn = Connection(io.BytesIO(lines), frames.append, handler)
     conn.start()
