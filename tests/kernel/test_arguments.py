@@ -4,17 +4,23 @@ is invalid_args that never reaches the policy (nor a person's question)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
 
 from codecoder.kernel.events import ConfirmRequest, ToolFinished, ToolStarted
+from codecoder.kernel.handle import AgentHandle
+from codecoder.kernel.loop import AgentLoop
 from codecoder.kernel.messages import ToolCall, ToolResult, tool_result
 from codecoder.kernel.ports import Decision, Risk, Tool, ToolContext
 from codecoder.tools.base import TypedTool
 from tests.invariants import check_turn
 from tests.kernel.helpers import make_loop
+
+Start = Callable[[AgentLoop], AgentHandle]
+"""The `start_agent` fixture (tests/conftest.py)."""
 
 
 class CopyArgs(msgspec.Struct, forbid_unknown_fields=True):
@@ -54,16 +60,15 @@ def call(**args: Any) -> dict[str, Any]:
     return {"type": "tool_call", "name": "copy", "args": args}
 
 
-def test_the_policy_judges_the_arguments_the_tool_will_run_with(tmp_path: Path) -> None:
+def test_the_policy_judges_the_arguments_the_tool_will_run_with(
+    tmp_path: Path, start_agent: Start
+) -> None:
     policy = Watching()
     replies = [[call(file_path="a.txt", times="3"), call(path="b.txt")], ["done"]]
     loop = make_loop(replies, tmp_path, tools=[Copy()], policy=policy)
-    handle = loop.start()
-    try:
-        handle.send("go")
-        events = handle.wait_done(10)
-    finally:
-        handle.shutdown()
+    handle = start_agent(loop)
+    handle.send("go")
+    events = handle.wait_done(10)
     check_turn(events)
     assert policy.seen == [{"path": "a.txt", "times": 3}, {"path": "b.txt"}]
     results = [e.result.text for e in events if isinstance(e, ToolFinished) and e.result]
@@ -75,16 +80,15 @@ def test_the_policy_judges_the_arguments_the_tool_will_run_with(tmp_path: Path) 
     assert loop.messages[1].tool_calls[0].args == {"file_path": "a.txt", "times": "3"}
 
 
-def test_a_malformed_call_is_invalid_args_before_any_question(tmp_path: Path) -> None:
+def test_a_malformed_call_is_invalid_args_before_any_question(
+    tmp_path: Path, start_agent: Start
+) -> None:
     policy = Watching()
     replies = [[call(path="ask.txt", tims=2), call(path=["ask.txt"])], ["done"]]
     loop = make_loop(replies, tmp_path, tools=[Copy()], policy=policy)
-    handle = loop.start()
-    try:
-        handle.send("go")
-        events = handle.wait_done(10)
-    finally:
-        handle.shutdown()
+    handle = start_agent(loop)
+    handle.send("go")
+    events = handle.wait_done(10)
     check_turn(events)
     assert policy.seen == [] and not any(isinstance(e, ConfirmRequest) for e in events)
     errors = [e.error for e in events if isinstance(e, ToolFinished) and e.error]
