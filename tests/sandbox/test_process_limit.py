@@ -22,7 +22,7 @@ import pytest
 
 from codecoder.kernel.cancel import CancelToken
 from codecoder.kernel.ports import ToolContext
-from codecoder.sandbox.limits import GROUP_PREFIX, ProcessLimit
+from codecoder.sandbox.limits import GROUP_PREFIX, Groups, ProcessLimit
 from codecoder.sandbox.runtime import Sandbox
 from codecoder.tools.process import ProcessManager
 from codecoder.tools.shell import RunCommand
@@ -203,3 +203,30 @@ def test_as_another_user_the_limit_is_an_rlimit_in_the_namespace(nobodys: Path) 
     finally:
         os.killpg(outside.pid, 9)
         outside.wait()
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="no bash to stand in for /bin/sh")
+def test_the_shell_that_enters_a_cgroup_obeys_no_environment(tmp_path: Path) -> None:
+    """The shell runs on the host, outside bwrap, with the environment of what it starts
+    (a project's MCP server names its own). Where /bin/sh is bash, an exported function
+    (`BASH_FUNC_echo%%`) replaced its `echo`, and SHELLOPTS=xtrace ran a PS4: a program
+    the repository named ran unconfined. Run here with bash in /bin/sh's place."""
+    limit = ProcessLimit(64, "cgroup", str(tmp_path))  # a folder stands in for the hierarchy
+    groups = Groups()
+    argv, group = groups.enter(limit, ["/bin/true"])
+    assert group is not None and argv[0] == "/bin/sh"
+    pwned = tmp_path / "pwned"
+    hostile = {
+        "PATH": "/usr/bin:/bin",
+        "BASH_FUNC_echo%%": f"() {{ builtin echo $$ > {pwned}; }}",
+        "SHELLOPTS": "xtrace",
+        "PS4": f"$(touch {pwned})",
+        "BASH_ENV": str(tmp_path / "env.sh"),
+    }
+    (tmp_path / "env.sh").write_text(f"touch {pwned}\n")
+    bash = shutil.which("bash")
+    assert bash is not None
+    done = subprocess.run(["sh", *argv[1:]], executable=bash, env=hostile, timeout=10, check=False)
+    assert done.returncode == 0
+    assert not pwned.exists()
+    assert (Path(group) / "cgroup.procs").read_text().strip().isdigit()

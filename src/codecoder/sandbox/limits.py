@@ -47,6 +47,12 @@ DEFAULT_MAX = 2048
 GROUP_PREFIX = "codecoder-"
 _SYSTEM_BIN = "/usr/bin:/bin:/usr/sbin:/sbin"
 _ENTER = 'echo $$ > "$0/cgroup.procs" && exec "$@"'
+_SHELL = ("/bin/sh", "-p", "-c", _ENTER)
+"""The shell that enters a command's cgroup runs on the host, outside bwrap, with the
+environment of what it starts (a project's MCP server names its own `env`). `-p`: where
+/bin/sh is bash, it imports no function (`BASH_FUNC_echo%%` would replace the `echo`),
+reads no BASH_ENV or ENV and ignores SHELLOPTS (xtrace with a PS4 that runs a command);
+dash takes `-p` too."""
 EXIT_WAIT = 2.0
 """Seconds a command's cgroup waits for a process of it that is still exiting."""
 _SEQUENCE = itertools.count(1)
@@ -188,7 +194,7 @@ class Groups:
             self._made.add(group)
         with open(os.path.join(group, "pids.max"), "w") as out:
             out.write(str(limit.count))
-        return ["/bin/sh", "-c", _ENTER, group, *argv], group
+        return [*_SHELL, group, *argv], group
 
     def release(self, group: str | None) -> None:
         """Remove `group` (its command has ended), and those that were still busy."""
