@@ -321,6 +321,21 @@ def test_validate_resolves_a_near_miss_to_the_files_lines(
     assert path.read_text() == SOURCE.replace("return 2", "return 3")
 
 
+def test_validate_reads_no_file_outside_the_workspace(workspace: Path, tmp_path: Path) -> None:
+    """validate runs before the permission policy: resolving a near miss there must not
+    read a file the policy has not allowed (its lines went into ToolStarted, the record
+    and the question before anyone allowed the edit), through a path or a link."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "conf").write_text(SOURCE)
+    (workspace / "link").symlink_to(outside / "conf")
+    edit = EditFile(workspace=workspace)
+    old = "def g(self):\n    return 2"  # a near miss, were the file read
+    for path in (str(outside / "conf"), "../outside/conf", "link"):
+        given = {"path": path, "old_text": old, "new_text": "x"}
+        assert edit.validate(given) == given
+
+
 def test_a_checked_near_miss_does_not_apply_elsewhere_once_the_file_changed(
     workspace: Path, ctx: ToolContext
 ) -> None:

@@ -27,7 +27,7 @@ from typing import Annotated, Any, BinaryIO, TypeVar
 
 import msgspec
 
-from codecoder.boundary import is_own_database, resolve
+from codecoder.boundary import is_inside, is_own_database, resolve
 from codecoder.kernel.messages import ToolResult, tool_result
 from codecoder.kernel.ports import Risk, ToolContext
 from codecoder.tools.base import TypedTool
@@ -505,12 +505,22 @@ def _resolved(workspace: Path, args: EditFileArgs) -> tuple[str, str, How] | Non
     return loose.old, _matching_newlines(text, loose.old, loose.new)[1], loose.how
 
 
+PEEK_BYTES = 8 * 1024 * 1024
+"""The largest file whose near miss is resolved while arguments are checked."""
+
+
 def _peek_text(workspace: Path, path: str) -> str | None:
     """The text of the regular file `path` names, or None: opened without blocking (a
-    FIFO put there is not waited on) and only read, since arguments are being checked."""
+    FIFO put there is not waited on) and only read, since arguments are being checked,
+    before the permission policy: so only a file inside the workspace (a path outside,
+    or a link leading out, is left to the run, once the call is allowed) and not over
+    PEEK_BYTES."""
     try:
         where = resolve(workspace, path)
-        if not stat.S_ISREG(where.stat().st_mode):
+        if not is_inside(where, [workspace]):
+            return None
+        info = where.stat()
+        if not stat.S_ISREG(info.st_mode) or info.st_size > PEEK_BYTES:
             return None
         fd = os.open(where, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except (ValueError, OSError):
@@ -520,10 +530,10 @@ def _peek_text(workspace: Path, path: str) -> str | None:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode) or is_own_database(info):
                 return None
-            data = handle.read()
+            data = handle.read(PEEK_BYTES + 1)
         except OSError:
             return None
-    if sniff_text(data, complete=True) is not None:
+    if len(data) > PEEK_BYTES or sniff_text(data, complete=True) is not None:
         return None
     return data.decode("utf-8")
 
