@@ -17,6 +17,7 @@ from codecoder.kernel.events import Done, Error, NewToken, ToolFinished
 from codecoder.kernel.handle import AgentHandle
 from codecoder.kernel.loop import DRAFT_EVERY, DRAFT_RATE, AgentLoop
 from codecoder.kernel.messages import Message, Reasoning, Text
+from codecoder.kernel.ports import HistoryUnavailable
 from codecoder.kernel.reply import ReplyBuilder
 from tests.invariants import check_turn
 from tests.kernel.helpers import make_loop
@@ -27,8 +28,9 @@ Start = Callable[[AgentLoop], AgentHandle]
 """The `start_agent` fixture (tests/conftest.py)."""
 
 
-class StoreFull(Exception):
-    """What a store's write raises when the disk is full (the kernel knows no store)."""
+class StoreFull(HistoryUnavailable):
+    """What a store's write raises when the disk is full (the kernel knows no store: the
+    sessions store raises its own HistoryUnavailable)."""
 
 
 def call(name: str, **args: Any) -> dict[str, Any]:
@@ -101,7 +103,8 @@ def test_a_result_that_cannot_be_committed_still_finishes_its_call(
     assert check_turn(events).reason == "error"
     finished = [e for e in events if isinstance(e, ToolFinished)]
     assert len(finished) == 1 and finished[0].id == "call_0_0"
-    assert any(isinstance(e, Error) and "disk is full" in e.message for e in events)
+    errors = [e for e in events if isinstance(e, Error)]
+    assert [(e.kind, e.message) for e in errors] == [("store", "the disk is full")]
 
 
 def test_a_streaming_reply_is_drafted_at_a_bounded_rate(tmp_path: Path, start_agent: Start) -> None:
