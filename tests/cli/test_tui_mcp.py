@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from codecoder.cli.tui import describe
+from codecoder.mcp import tools
 from tests.cli.test_tui import ARM, call, start
 from tests.terminal import Terminal
 
@@ -50,3 +52,9 @@ def test_an_mcp_tools_approval_and_result_read_as_text(
     done = next(line for line in shown.splitlines() if line.startswith("✓ records · lookup"))
     assert '· {"found": 2, "records": ["alpha", "beta"]' in done, done
     assert "(+" not in done
+
+
+def test_the_clients_mcp_prefix_is_the_mcp_clients() -> None:
+    """describe.py writes the prefix out so that the client's start-up imports no MCP
+    module; the two must not drift apart."""
+    assert describe.MCP_PREFIX == tools.PREFIX

@@ -10,7 +10,6 @@ session needs is imported at its first session (docs/benchmarks.md, "Daemon").""
 from __future__ import annotations
 
 import argparse
-import difflib
 import sys
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -103,6 +102,8 @@ def run_daemon(options: argparse.Namespace) -> int:
 
         return run_daemon(_defaults_of(options), options.answer_timeout, detach=options.detach)
     if options.action not in ACTIONS:
+        import difflib  # a misspelt action only: `daemon` and `acp` start lean
+
         close = difflib.get_close_matches(options.action, ACTIONS, n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""
         return _usage(f"`codecoder daemon` takes status or stop, not {options.action!r}{hint}")

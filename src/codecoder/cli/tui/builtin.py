@@ -10,11 +10,10 @@ from typing import TYPE_CHECKING
 from codecoder import paths
 from codecoder.cli.tui.backend import Backend
 from codecoder.cli.tui.slash import Host, Registry, SlashCommand
-from codecoder.config import read_toml
-from codecoder.providers.available import ModelChoice, model_choices
 
 if TYPE_CHECKING:
     from codecoder.permissions.rules import RuleSet
+    from codecoder.providers.available import ModelChoice
 
 KEYS = [
     ("Enter", "send (during a turn: queue it as the next message)"),
@@ -154,6 +153,9 @@ class _ModelChoices:
     def choices(self, *, fresh: bool = False) -> list[ModelChoice]:
         now = time.monotonic()
         if fresh or now - self._at >= self.CACHE_SECONDS:
+            from codecoder.config import read_toml  # the provider registry: at first use
+            from codecoder.providers.available import model_choices
+
             try:
                 config = read_toml(paths.config_dir() / "config.toml")
                 self._choices = model_choices(config)

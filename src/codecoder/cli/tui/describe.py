@@ -11,8 +11,11 @@ from collections.abc import Callable
 from typing import Any
 
 from codecoder.cli.tui.text import safe_line
-from codecoder.mcp.tools import PREFIX as MCP_PREFIX
 from codecoder.wording import counted
+
+MCP_PREFIX = "mcp__"
+"""mcp/tools.py PREFIX, written out: importing that module takes the kernel and the MCP
+caps into the client's start-up (tests/cli/test_tui_mcp.py checks they agree)."""
 
 
 def _text(args: dict[str, Any], key: str, default: str = "") -> str:
