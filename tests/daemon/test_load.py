@@ -155,7 +155,7 @@ def test_sessions_left_in_a_row_keep_files_threads_and_children_flat(
 def test_an_idle_session_is_unloaded_and_comes_back_as_it_was(
     start: Any, workspace: Path, tmp_path: Path
 ) -> None:
-    config = "[daemon]\nidle_unload = 0.5\n" + tiny_mcp_config(tmp_path)
+    config = "[daemon]\nidle_unload = 1.5\n" + tiny_mcp_config(tmp_path)
     daemon, connect = start([["first answer"], ["second answer"]], config=config)
     client = connect()
     session_id = new_session(client, workspace, approval="auto-edit")
@@ -169,6 +169,9 @@ def test_an_idle_session_is_unloaded_and_comes_back_as_it_was(
     assert not any(alive(pid) for pid in servers)  # its server went with it
 
     again = connect()
+    elsewhere = {"sessionId": session_id[:4], "cwd": str(tmp_path), "mcpServers": []}
+    with pytest.raises(Exception, match="belongs to"):  # unloaded, it keeps its folder
+        again.call("session/load", elsewhere)
     attached = again.call("_codecoder/session/attach", {"sessionId": session_id[:8]})
     assert attached["sessionId"] == session_id
     assert attached["modes"]["currentModeId"] == "auto-edit"  # as it was made

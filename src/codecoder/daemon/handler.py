@@ -128,7 +128,9 @@ class Hub:
             return live
         self._wait_unloaded(session_id)
         options = self._unloaded(session_id)
-        if options is None:
+        if options is not None and options.cwd is not None:
+            _same_folder(session_id, options.cwd, cwd)
+        elif options is None:
             _same_folder(session_id, self._stored_cwd(session_id), cwd)
             options = msgspec.structs.replace(self.defaults, cwd=cwd, resume=session_id)
         return self._start(options)
