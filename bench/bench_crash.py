@@ -53,7 +53,9 @@ def script(turns: int) -> dict[str, Any]:
 
     replies: list[Any] = []
     for _ in range(turns):
-        replies.append({"token_delay": 0.002, "parts": ["Looking first. " * 4, run("echo a")]})
+        replies.append(
+            {"token_delay": TOKEN_DELAY, "parts": ["Looking first. " * 4, run("echo a")]}
+        )
         replies.append([run("echo b; echo bb"), run("printf c")])
         replies.append({"token_delay": TOKEN_DELAY, "parts": [ANSWER]})
     return {"format": "codecoder-script/1", "replies": replies}

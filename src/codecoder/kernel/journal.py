@@ -431,7 +431,10 @@ class Journal:
         return None
 
     def validate(self, tool: Tool, call: ToolCall) -> dict[str, Any]:
-        return tool.validate(call.args)
+        """The checked arguments; `call.args` itself when the check left them as they
+        were, value and type (`same_args`), so the loop compares by identity."""
+        args = tool.validate(call.args)
+        return call.args if same_args(args, call.args) else args
 
     def decide(self, policy: PermissionPolicy, tool: Tool, call: ToolCall) -> Decision:
         return policy.decide(tool, call)
@@ -733,8 +736,9 @@ class Recorder(Journal):
         except Exception as exc:
             self._pending.append(Checked(call.id, crashed=repr(exc)))
             raise
-        if not same_args(args, call.args):
-            self._pending.append(Checked(call.id, args=args))
+        if same_args(args, call.args):
+            return call.args
+        self._pending.append(Checked(call.id, args=args))
         return args
 
     def decide(self, policy: PermissionPolicy, tool: Tool, call: ToolCall) -> Decision:

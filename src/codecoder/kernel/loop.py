@@ -50,7 +50,6 @@ from codecoder.kernel.messages import (
     Text,
     ToolCall,
     ToolResult,
-    same_args,
     tool_result,
     user_message,
 )
@@ -611,7 +610,7 @@ class AgentLoop:
                         "invalid_args", f"arguments are not a JSON object: {call.raw_args[:200]!r}"
                     )
                 args = self._journal.validate(tool, call)
-                if not same_args(args, call.args):
+                if args is not call.args:  # the journal compared them (same_args)
                     call = msgspec.structs.replace(call, args=args)
             finally:
                 self._emit(ToolStarted(id=call.id, name=call.name, args=call.args))
