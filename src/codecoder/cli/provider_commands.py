@@ -69,7 +69,9 @@ def run_models(args: argparse.Namespace) -> int:
         key = _key_label(settings)
         print(f"{name:<12} {settings.wire:<10} {key:<32} {registry.base_url(settings, os.environ)}")
     print()
-    for spec in _known_models(config, providers):
+    from codecoder.providers.available import known_models
+
+    for spec in known_models(config, providers):
         print(f"  {spec}{'  (default)' if spec == default else ''}")
     return 0
 
@@ -79,22 +81,6 @@ def _key_label(settings: ProviderSettings) -> str:
 
     status = registry.key_status(settings, os.environ)
     return "no key needed" if status == "not needed" else f"{settings.api_key_env} {status}"
-
-
-def _known_models(
-    config: Mapping[str, Any], providers: Mapping[str, ProviderSettings]
-) -> list[str]:
-    from codecoder.providers import registry
-    from codecoder.providers.pricing import price_table
-
-    specs = [spec for spec in price_table(config) if not spec.endswith("/*")]
-    specs += [
-        f"{name}/{model}" for name, settings in providers.items() for model in settings.models
-    ]
-    default = registry.default_model(config)
-    if default:
-        specs.append(default)
-    return sorted(set(specs))
 
 
 class Check(NamedTuple):

@@ -36,10 +36,12 @@ class ModelChoice(NamedTuple):
     """Why it cannot be used now ("OPENAI_API_KEY is not set"); empty when it can."""
 
 
-def known_models(config: Mapping[str, Any]) -> list[str]:
+def known_models(
+    config: Mapping[str, Any], providers: Mapping[str, ProviderSettings] | None = None
+) -> list[str]:
     """Every `provider/model` the config knows of: priced ones, those a provider lists
-    and the default model."""
-    providers = all_providers(config)
+    and the default model (`providers`: all_providers(config), when already at hand)."""
+    providers = all_providers(config) if providers is None else providers
     specs = [spec for spec in price_table(config) if not spec.endswith("/*")]
     specs += [f"{name}/{model}" for name, p in providers.items() for model in p.models]
     default = default_model(config)
@@ -58,7 +60,7 @@ def model_choices(
     why = provider_status(providers, env, timeout=timeout)
     choices = [
         ModelChoice(spec, why.get(spec.partition("/")[0], "no such provider"))
-        for spec in known_models(config)
+        for spec in known_models(config, providers)
     ]
     return sorted(choices, key=lambda choice: (bool(choice.why_not), choice.spec))
 
