@@ -138,3 +138,18 @@ def test_an_editor_cannot_load_another_folders_session_into_its_own(tmp_path: Pa
         params["cwd"] = str(there)
         editor.call("session/load", params)
         assert editor.prompt(session, "still there?") == "end_turn"
+
+
+def test_a_broken_store_is_not_reported_as_no_such_session(tmp_path: Path) -> None:
+    """A prefix looked up in a store that cannot be read: the editor is told what is
+    wrong with the store (a server error naming it), not that the session does not exist."""
+    database = paths.sessions_db()
+    database.parent.mkdir(parents=True, exist_ok=True)
+    database.write_bytes(b"not a database at all" * 100)
+    later = write_script(tmp_path / "later.json", ["Hello."])
+    with running(later, cwd=tmp_path) as editor:
+        editor.initialize()
+        params = {"sessionId": "abcd", "cwd": str(tmp_path), "mcpServers": []}
+        error = editor.error_of("session/load", params)
+        assert error["code"] == -32603, error  # SERVER_ERROR, not RESOURCE_NOT_FOUND
+        assert str(database) in error["message"], error

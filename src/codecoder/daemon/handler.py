@@ -181,8 +181,10 @@ class Hub:
         try:
             with SessionStore() as store:
                 return store.resolve(ref)
-        except SessionError as exc:
+        except LookupError as exc:  # no such id, or an ambiguous prefix
             raise RpcError(RESOURCE_NOT_FOUND, str(exc)) from exc
+        except SessionError as exc:  # the store itself: its message says which and why
+            raise RpcError(SERVER_ERROR, str(exc)) from exc
 
     def find(self, session_id: str) -> LiveSession | None:
         """A live session by id, or by a prefix of ID_PREFIX characters or more that
